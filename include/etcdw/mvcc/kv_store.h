@@ -1,0 +1,193 @@
+// The MVCC key-value store: every version of every key, addressed by revision, on the engine.
+//
+// Layout (docs/design.md "Storage layout"):
+//   Keys column       <user key><be64 main revision>  -> mvccpb.KeyValue wire bytes, or ""
+//                     for a deletion (tombstone); newest version first (VersionedKeyComparator)
+//   Revisions column  <be64 main><be64 sub>           -> ChangeKind byte + user key
+//   Meta column       mvcc/* records (current, compacted and scheduled-compaction revisions,
+//                     the consistent index)
+//
+// Concurrency: one apply thread writes (through ApplyBatch); any number of threads read through
+// ReadViews. A ReadView pins a storage snapshot that contains exactly the state up to its
+// revision (commits and view creation are ordered by a reader/writer lock held only for the
+// engine write and the publication of the new revision).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "etcd/mvccpb/kv.pb.h"
+#include "etcdw/common/status.h"
+#include "etcdw/mvcc/key_range.h"
+#include "etcdw/mvcc/lease_table.h"
+#include "etcdw/storage/engine.h"
+
+namespace etcdw::mvcc {
+
+struct RangeOptions {
+  int64_t limit = 0;  // 0: no limit
+  int64_t rev = 0;    // <= 0: the view's revision
+  bool count_only = false;
+  bool keys_only = false;
+};
+
+struct RangeResult {
+  std::vector<mvccpb::KeyValue> kvs;  // key order, at most `limit`
+  int64_t count = 0;                  // keys in the range at that revision
+  int64_t rev = 0;                    // the view's revision (not the requested one)
+};
+
+// Something keys can be read from at a revision.
+class ReadView {
+ public:
+  virtual ~ReadView() = default;
+  // The revision reads default to, and the revision reported in response headers.
+  virtual int64_t Rev() const = 0;
+  // The store's compaction revision as seen by this view; -1 when never compacted.
+  virtual int64_t CompactRev() const = 0;
+  virtual std::unique_ptr<storage::Iterator> NewKeysIterator(
+      const storage::ReadOptions& opts) const = 0;
+  // Leases as seen by this view.
+  virtual const LeaseTable& leases() const = 0;
+};
+
+// Reads keys in `range` as of opts.rev with etcd's rules: a revision above the view's is
+// "future", one below the compaction revision "compacted".
+Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
+                              const RangeOptions& opts);
+
+class KvStore;
+
+// One write transaction: its changes share one main revision. Reads through it see the
+// changes made so far in this transaction and in earlier transactions of the same batch.
+class WriteTxn final : public ReadView {
+ public:
+  int64_t Rev() const override { return changes_ ? begin_rev_ + 1 : begin_rev_; }
+  int64_t CompactRev() const override;
+  std::unique_ptr<storage::Iterator> NewKeysIterator(
+      const storage::ReadOptions& opts) const override;
+  const LeaseTable& leases() const override;
+
+  // The latest version of `key` as of this transaction, if the key exists.
+  Result<std::optional<mvccpb::KeyValue>> Get(std::string_view key) const;
+
+  // Writes a new version of `key`. `prev` must be Get(key) (passed to avoid reading it twice).
+  void Put(std::string_view key, std::string_view value, int64_t lease,
+           const std::optional<mvccpb::KeyValue>& prev);
+  // Deletes every key in `range`; returns how many existed. `deleted` receives their last
+  // versions when not null.
+  Result<int64_t> DeleteRange(const KeyRange& range, std::vector<mvccpb::KeyValue>* deleted);
+
+  bool changed() const { return changes_ > 0; }
+  int64_t begin_rev() const { return begin_rev_; }
+  // Events of this transaction, in order; prev_kv holds the version each one replaced.
+  const std::vector<mvccpb::Event>& events() const { return events_; }
+  storage::Batch& batch() { return batch_; }
+  const storage::Engine& engine() const;
+  LeaseTable& mutable_leases();
+
+ private:
+  friend class ApplyBatch;
+  WriteTxn(KvStore& store, storage::Batch& batch, int64_t begin_rev)
+      : store_(store), batch_(batch), begin_rev_(begin_rev) {}
+  void StageDelete(const mvccpb::KeyValue& kv);
+
+  KvStore& store_;
+  storage::Batch& batch_;
+  int64_t begin_rev_;
+  int64_t changes_ = 0;
+  std::vector<mvccpb::Event> events_;
+};
+
+// Revision-ordered changes produced by an ApplyBatch, for watchers.
+struct RevisionEvents {
+  int64_t rev = 0;
+  std::vector<mvccpb::Event> events;
+};
+
+// Changes of several log entries applied together and written with one engine write.
+class ApplyBatch {
+ public:
+  // Starts a transaction at the batch's pending revision. Only one may be open at a time.
+  std::unique_ptr<WriteTxn> Begin();
+  // Ends it: if it changed anything the pending revision advances and its events are kept.
+  void End(std::unique_ptr<WriteTxn> txn);
+
+  int64_t pending_rev() const { return pending_rev_; }
+  storage::Batch& batch() { return batch_; }
+  std::vector<RevisionEvents>& changes() { return changes_; }
+  // A compaction requested in this batch (applied to readers at commit).
+  std::optional<int64_t> compaction() const { return compaction_; }
+
+ private:
+  friend class KvStore;
+  explicit ApplyBatch(KvStore& store);
+  KvStore& store_;
+  storage::Batch batch_;
+  int64_t pending_rev_;
+  int64_t pending_compact_rev_;
+  std::optional<int64_t> compaction_;
+  std::vector<RevisionEvents> changes_;
+};
+
+class KvStore {
+ public:
+  // Opens the store on an engine (which it does not own) and loads its metadata.
+  static Result<std::unique_ptr<KvStore>> Open(storage::Engine& engine);
+
+  // --- any thread ---
+  int64_t Rev() const { return rev_.load(std::memory_order_acquire); }
+  int64_t CompactRev() const { return compact_rev_.load(std::memory_order_acquire); }
+  uint64_t ConsistentIndex() const { return consistent_index_.load(std::memory_order_acquire); }
+  // A consistent view at the current revision.
+  std::unique_ptr<ReadView> NewReadView() const;
+  const LeaseTable& leases() const { return leases_; }
+  storage::Engine& engine() const { return engine_; }
+
+  // Compaction bookkeeping persisted for the compactor.
+  int64_t ScheduledCompactRev() const { return scheduled_compact_rev_.load(); }
+  int64_t FinishedCompactRev() const { return finished_compact_rev_.load(); }
+
+  // --- apply thread only ---
+  std::unique_ptr<ApplyBatch> BeginApply();
+  // Validates a compaction to `rev` against the batch's state and stages it.
+  Status Compact(ApplyBatch& batch, int64_t rev);
+  // Writes the batch together with the consistent index (no sync: the log entries are already
+  // durable) and publishes the new revision, compaction revision and consistent index.
+  Status Commit(ApplyBatch& batch, uint64_t consistent_index);
+
+  // --- compactor thread ---
+  // Records that compaction up to `rev` is physically complete.
+  Status MarkCompactionFinished(int64_t rev);
+
+ private:
+  friend class WriteTxn;
+  friend class ApplyBatch;
+  explicit KvStore(storage::Engine& engine) : engine_(engine) {}
+  Status Load();
+
+  storage::Engine& engine_;
+  LeaseTable leases_;
+  mutable std::shared_mutex view_mu_;  // orders Commit publication against NewReadView
+  std::atomic<int64_t> rev_{1};
+  std::atomic<int64_t> compact_rev_{-1};
+  std::atomic<uint64_t> consistent_index_{0};
+  std::atomic<int64_t> scheduled_compact_rev_{-1};
+  std::atomic<int64_t> finished_compact_rev_{-1};
+};
+
+// Meta column keys of the store.
+namespace meta_keys {
+inline constexpr const char* kCurrentRev = "mvcc/current_rev";
+inline constexpr const char* kConsistentIndex = "mvcc/consistent_index";
+inline constexpr const char* kScheduledCompactRev = "mvcc/scheduled_compact_rev";
+inline constexpr const char* kFinishedCompactRev = "mvcc/finished_compact_rev";
+}  // namespace meta_keys
+
+}  // namespace etcdw::mvcc

@@ -1,0 +1,40 @@
+// The outcome of one proposed request, delivered to whoever waits for it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include <google/protobuf/message.h>
+
+#include "etcdw/common/status.h"
+
+namespace etcdw::server {
+
+struct ApplyResult {
+  Status status;
+  std::shared_ptr<google::protobuf::Message> response;  // set when status is OK
+  // A compaction that must physically finish before a physical Compact returns.
+  int64_t compaction = 0;
+};
+
+using ApplyCallback = std::function<void(ApplyResult)>;
+
+// Proposals waiting for their entry to be applied, by request ID.
+class WaitRegistry {
+ public:
+  void Register(uint64_t id, ApplyCallback cb);
+  // Delivers the result to the waiter (if this member proposed it). Returns whether one waited.
+  bool Trigger(uint64_t id, ApplyResult result);
+  // Fails every waiter (shutdown).
+  void FailAll(const Status& status);
+  size_t Size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, ApplyCallback> waiters_;
+};
+
+}  // namespace etcdw::server

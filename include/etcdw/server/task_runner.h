@@ -1,0 +1,28 @@
+// A small pool of threads for blocking work that must not run on gRPC's callback threads or
+// the apply thread (defragmentation, hashing, snapshot sizing, waiting for compaction).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace etcdw::server {
+
+class TaskRunner {
+ public:
+  explicit TaskRunner(int threads);
+  ~TaskRunner();  // runs the queued tasks, then joins
+  void Submit(std::function<void()> task);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace etcdw::server

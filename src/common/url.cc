@@ -1,0 +1,106 @@
+#include "etcdw/common/url.h"
+
+#include <charconv>
+
+namespace etcdw::common {
+
+std::string_view Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string> Split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find(sep, start);
+    std::string_view part = text.substr(start, pos == std::string_view::npos ? text.npos : pos - start);
+    out.emplace_back(Trim(part));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string Url::HostPort() const {
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return h + ":" + std::to_string(port);
+}
+
+std::string Url::ToString() const { return scheme + "://" + HostPort(); }
+
+Result<Url> ParseUrl(std::string_view raw) {
+  std::string_view text = Trim(raw);
+  const std::string quoted(text);
+  size_t sep = text.find("://");
+  if (sep == std::string_view::npos) {
+    return InvalidArgument("URL scheme must be http or https: " + quoted);
+  }
+  Url u;
+  u.scheme = std::string(text.substr(0, sep));
+  for (char& c : u.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (u.scheme == "unix" || u.scheme == "unixs") {
+    return InvalidArgument("unix socket URLs are not supported: " + quoted);
+  }
+  if (u.scheme != "http" && u.scheme != "https") {
+    return InvalidArgument("URL scheme must be http or https: " + quoted);
+  }
+  std::string_view rest = text.substr(sep + 3);
+  size_t path = rest.find_first_of("/?#");
+  if (path != std::string_view::npos) {
+    std::string_view tail = rest.substr(path);
+    if (tail != "/" ) return InvalidArgument("URL must not contain a path: " + quoted);
+    rest = rest.substr(0, path);
+  }
+  if (rest.find('@') != std::string_view::npos) {
+    return InvalidArgument("URL must not contain user information: " + quoted);
+  }
+  std::string_view host, port;
+  if (!rest.empty() && rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+      return InvalidArgument("URL address does not have the form \"host:port\": " + quoted);
+    }
+    host = rest.substr(1, close - 1);
+    port = rest.substr(close + 2);
+  } else {
+    size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || rest.find(':') != colon) {
+      return InvalidArgument("URL address does not have the form \"host:port\": " + quoted);
+    }
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  unsigned p = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p > 65535) {
+    return InvalidArgument("URL port is not a number between 0 and 65535: " + quoted);
+  }
+  u.host = std::string(host);
+  u.port = static_cast<uint16_t>(p);
+  return u;
+}
+
+Result<std::vector<Url>> ParseUrlList(std::string_view text) {
+  std::vector<Url> out;
+  if (Trim(text).empty()) return InvalidArgument("no valid URLs given");
+  for (const std::string& part : Split(text, ',')) {
+    if (part.empty()) return InvalidArgument("empty URL in list \"" + std::string(text) + "\"");
+    ETCDW_ASSIGN_OR_RETURN(Url u, ParseUrl(part));
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::string JoinUrls(const std::vector<Url>& urls, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    if (i) out += sep;
+    out += urls[i].ToString();
+  }
+  return out;
+}
+
+}  // namespace etcdw::common

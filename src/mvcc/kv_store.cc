@@ -1,0 +1,286 @@
+#include "etcdw/mvcc/kv_store.h"
+
+#include <mutex>
+
+#include "etcdw/common/etcd_errors.h"
+#include "etcdw/mvcc/revision.h"
+#include "etcdw/storage/versioned_key.h"
+
+namespace etcdw::mvcc {
+
+using storage::Column;
+using storage::MakeVersionedKey;
+using storage::UserKeyOf;
+using storage::VersionOf;
+
+namespace {
+
+// A read view over a storage snapshot.
+class SnapshotView final : public ReadView {
+ public:
+  SnapshotView(const storage::Engine& engine, std::unique_ptr<storage::Snapshot> snap, int64_t rev,
+               int64_t compact_rev, const LeaseTable& leases)
+      : engine_(engine), snap_(std::move(snap)), rev_(rev), compact_rev_(compact_rev),
+        leases_(leases) {}
+  int64_t Rev() const override { return rev_; }
+  int64_t CompactRev() const override { return compact_rev_; }
+  std::unique_ptr<storage::Iterator> NewKeysIterator(
+      const storage::ReadOptions& opts) const override {
+    storage::ReadOptions o = opts;
+    o.snapshot = snap_.get();
+    return engine_.NewIterator(Column::kKeys, o);
+  }
+  const LeaseTable& leases() const override { return leases_; }
+
+ private:
+  const storage::Engine& engine_;
+  std::unique_ptr<storage::Snapshot> snap_;
+  int64_t rev_;
+  int64_t compact_rev_;
+  const LeaseTable& leases_;
+};
+
+Result<int64_t> ReadInt(const storage::Engine& e, const char* key, int64_t def) {
+  ETCDW_ASSIGN_OR_RETURN(auto v, e.Get(Column::kMeta, key));
+  if (!v) return def;
+  if (v->size() != 8) return DataLoss(std::string("store record ") + key + " is corrupt");
+  return static_cast<int64_t>(storage::DecodeFixed64BE(v->data()));
+}
+
+// Number of Next() steps tried before seeking past the older versions of a key.
+constexpr int kMaxNextBeforeSeek = 4;
+
+}  // namespace
+
+Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
+                              const RangeOptions& opts) {
+  RangeResult res;
+  const int64_t cur = view.Rev();
+  res.rev = cur;
+  int64_t rev = opts.rev;
+  if (rev > cur) return errors::FutureRev();
+  if (rev <= 0) rev = cur;
+  if (rev < view.CompactRev()) return errors::Compacted();
+  if (range.IsEmpty()) return res;
+
+  storage::ReadOptions ro;
+  ro.lower_bound = MakeVersionedKey(range.key, UINT64_MAX);
+  if (range.kind == KeyRange::Kind::kRange) {
+    ro.upper_bound = MakeVersionedKey(range.end, UINT64_MAX);
+  } else if (range.kind == KeyRange::Kind::kSingle) {
+    ro.upper_bound = MakeVersionedKey(range.key, 0);  // after every version of the key
+  }
+  auto it = view.NewKeysIterator(ro);
+  const uint64_t at = static_cast<uint64_t>(rev);
+  const bool collect = !opts.count_only;
+  it->Seek(MakeVersionedKey(range.key, at));
+  std::string user_key;
+  while (it->Valid()) {
+    std::string_view k = it->key();
+    if (VersionOf(k) > at) {  // only versions newer than `rev` seen so far: jump to `rev`
+      it->Seek(MakeVersionedKey(UserKeyOf(k), at));
+      continue;
+    }
+    // The newest version of this key at or below `rev`.
+    std::string_view val = it->value();
+    if (!val.empty()) {
+      ++res.count;
+      if (collect && (opts.limit <= 0 || static_cast<int64_t>(res.kvs.size()) < opts.limit)) {
+        mvccpb::KeyValue& kv = res.kvs.emplace_back();
+        if (!kv.ParseFromArray(val.data(), static_cast<int>(val.size()))) {
+          return DataLoss("stored version of key is corrupt at revision " +
+                          std::to_string(VersionOf(k)));
+        }
+        if (opts.keys_only) kv.clear_value();
+      }
+    }
+    user_key.assign(UserKeyOf(k));
+    it->Next();
+    for (int steps = 0; it->Valid() && UserKeyOf(it->key()) == user_key; ++steps) {
+      if (steps == kMaxNextBeforeSeek) {
+        it->Seek(MakeVersionedKey(user_key, 0));
+        break;
+      }
+      it->Next();
+    }
+  }
+  ETCDW_RETURN_IF_ERROR(it->status());
+  return res;
+}
+
+// ---------------------------------------------------------------------------------------------
+// WriteTxn
+
+int64_t WriteTxn::CompactRev() const { return store_.CompactRev(); }
+
+std::unique_ptr<storage::Iterator> WriteTxn::NewKeysIterator(
+    const storage::ReadOptions& opts) const {
+  return store_.engine_.NewIterator(batch_, Column::kKeys, opts);
+}
+
+const LeaseTable& WriteTxn::leases() const { return store_.leases_; }
+LeaseTable& WriteTxn::mutable_leases() { return store_.leases_; }
+const storage::Engine& WriteTxn::engine() const { return store_.engine_; }
+
+Result<std::optional<mvccpb::KeyValue>> WriteTxn::Get(std::string_view key) const {
+  ETCDW_ASSIGN_OR_RETURN(RangeResult r, RangeKeys(*this, KeyRange::Single(key), {}));
+  if (r.kvs.empty()) return std::optional<mvccpb::KeyValue>();
+  return std::optional<mvccpb::KeyValue>(std::move(r.kvs.front()));
+}
+
+void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
+                   const std::optional<mvccpb::KeyValue>& prev) {
+  const int64_t rev = begin_rev_ + 1;
+  mvccpb::KeyValue kv;
+  kv.set_key(key.data(), key.size());
+  kv.set_value(value.data(), value.size());
+  kv.set_mod_revision(rev);
+  kv.set_lease(lease);
+  if (prev) {
+    kv.set_create_revision(prev->create_revision());
+    kv.set_version(prev->version() + 1);
+  } else {
+    kv.set_create_revision(rev);
+    kv.set_version(1);
+  }
+  batch_.Put(Column::kKeys, MakeVersionedKey(key, static_cast<uint64_t>(rev)),
+             kv.SerializeAsString());
+  std::string change(1, static_cast<char>(ChangeKind::kPut));
+  change.append(key);
+  batch_.Put(Column::kRevisions, EncodeRevisionKey({rev, changes_}), change);
+
+  const int64_t old_lease = prev ? prev->lease() : 0;
+  if (old_lease != lease) {
+    if (old_lease != 0) LeaseTable::StageDetach(batch_, old_lease, key);
+    if (lease != 0) LeaseTable::StageAttach(batch_, lease, key);
+  }
+
+  mvccpb::Event& ev = events_.emplace_back();
+  ev.set_type(mvccpb::Event::PUT);
+  *ev.mutable_kv() = std::move(kv);
+  if (prev) *ev.mutable_prev_kv() = *prev;
+  ++changes_;
+}
+
+void WriteTxn::StageDelete(const mvccpb::KeyValue& kv) {
+  const int64_t rev = begin_rev_ + 1;
+  batch_.Put(Column::kKeys, MakeVersionedKey(kv.key(), static_cast<uint64_t>(rev)), "");
+  std::string change(1, static_cast<char>(ChangeKind::kDelete));
+  change.append(kv.key());
+  batch_.Put(Column::kRevisions, EncodeRevisionKey({rev, changes_}), change);
+  if (kv.lease() != 0) LeaseTable::StageDetach(batch_, kv.lease(), kv.key());
+
+  mvccpb::Event& ev = events_.emplace_back();
+  ev.set_type(mvccpb::Event::DELETE);
+  ev.mutable_kv()->set_key(kv.key());
+  ev.mutable_kv()->set_mod_revision(rev);
+  *ev.mutable_prev_kv() = kv;
+  ++changes_;
+}
+
+Result<int64_t> WriteTxn::DeleteRange(const KeyRange& range,
+                                      std::vector<mvccpb::KeyValue>* deleted) {
+  ETCDW_ASSIGN_OR_RETURN(RangeResult r, RangeKeys(*this, range, {}));
+  for (const auto& kv : r.kvs) StageDelete(kv);
+  int64_t n = static_cast<int64_t>(r.kvs.size());
+  if (deleted) *deleted = std::move(r.kvs);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ApplyBatch
+
+ApplyBatch::ApplyBatch(KvStore& store)
+    : store_(store), batch_(store.engine_), pending_rev_(store.Rev()),
+      pending_compact_rev_(store.CompactRev()) {}
+
+std::unique_ptr<WriteTxn> ApplyBatch::Begin() {
+  return std::unique_ptr<WriteTxn>(new WriteTxn(store_, batch_, pending_rev_));
+}
+
+void ApplyBatch::End(std::unique_ptr<WriteTxn> txn) {
+  if (!txn->changed()) return;
+  ++pending_rev_;
+  changes_.push_back(RevisionEvents{pending_rev_, std::move(txn->events_)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// KvStore
+
+Result<std::unique_ptr<KvStore>> KvStore::Open(storage::Engine& engine) {
+  std::unique_ptr<KvStore> s(new KvStore(engine));
+  ETCDW_RETURN_IF_ERROR(s->Load());
+  return s;
+}
+
+Status KvStore::Load() {
+  ETCDW_ASSIGN_OR_RETURN(int64_t rev, ReadInt(engine_, meta_keys::kCurrentRev, 1));
+  ETCDW_ASSIGN_OR_RETURN(int64_t ci, ReadInt(engine_, meta_keys::kConsistentIndex, 0));
+  ETCDW_ASSIGN_OR_RETURN(int64_t sched, ReadInt(engine_, meta_keys::kScheduledCompactRev, -1));
+  ETCDW_ASSIGN_OR_RETURN(int64_t fin, ReadInt(engine_, meta_keys::kFinishedCompactRev, -1));
+  if (rev < 1) return DataLoss("store current revision " + std::to_string(rev) + " is invalid");
+  if (sched > rev || fin > sched) {
+    return DataLoss("store compaction records are inconsistent (current " + std::to_string(rev) +
+                    ", scheduled " + std::to_string(sched) + ", finished " + std::to_string(fin) +
+                    ")");
+  }
+  rev_ = rev;
+  consistent_index_ = static_cast<uint64_t>(ci);
+  scheduled_compact_rev_ = sched;
+  finished_compact_rev_ = fin;
+  // A scheduled compaction was acknowledged: readers must treat it as done even if the
+  // physical deletion is still to be finished by the compactor.
+  compact_rev_ = sched;
+  return leases_.Load(engine_);
+}
+
+std::unique_ptr<ReadView> KvStore::NewReadView() const {
+  std::shared_lock lock(view_mu_);
+  int64_t rev = rev_.load(std::memory_order_acquire);
+  auto snap = engine_.GetSnapshot();
+  int64_t compact = compact_rev_.load(std::memory_order_acquire);
+  return std::make_unique<SnapshotView>(engine_, std::move(snap), rev, compact, leases_);
+}
+
+std::unique_ptr<ApplyBatch> KvStore::BeginApply() {
+  return std::unique_ptr<ApplyBatch>(new ApplyBatch(*this));
+}
+
+Status KvStore::Compact(ApplyBatch& b, int64_t rev) {
+  if (rev <= b.pending_compact_rev_) return errors::Compacted();
+  if (rev > b.pending_rev_) return errors::FutureRev();
+  b.pending_compact_rev_ = rev;
+  b.compaction_ = rev;
+  b.batch_.Put(Column::kMeta, meta_keys::kScheduledCompactRev,
+               storage::EncodeFixed64BE(static_cast<uint64_t>(rev)));
+  return Status::Ok();
+}
+
+Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
+  b.batch_.Put(Column::kMeta, meta_keys::kCurrentRev,
+               storage::EncodeFixed64BE(static_cast<uint64_t>(b.pending_rev_)));
+  b.batch_.Put(Column::kMeta, meta_keys::kConsistentIndex,
+               storage::EncodeFixed64BE(consistent_index));
+  ETCDW_RETURN_IF_ERROR(engine_.Write(b.batch_, /*sync=*/false));
+  {
+    // Publication is ordered against NewReadView: a view never pairs a revision with a
+    // snapshot that lacks that revision's data, nor with a compaction revision above it.
+    std::unique_lock lock(view_mu_);
+    rev_.store(b.pending_rev_, std::memory_order_release);
+    consistent_index_.store(consistent_index, std::memory_order_release);
+    compact_rev_.store(b.pending_compact_rev_, std::memory_order_release);
+  }
+  if (b.compaction_) scheduled_compact_rev_.store(*b.compaction_);
+  return Status::Ok();
+}
+
+Status KvStore::MarkCompactionFinished(int64_t rev) {
+  storage::Batch batch(engine_);
+  batch.Put(Column::kMeta, meta_keys::kFinishedCompactRev,
+            storage::EncodeFixed64BE(static_cast<uint64_t>(rev)));
+  ETCDW_RETURN_IF_ERROR(engine_.Write(batch, /*sync=*/false));
+  finished_compact_rev_.store(rev);
+  return Status::Ok();
+}
+
+}  // namespace etcdw::mvcc

@@ -1,0 +1,174 @@
+#include "etcdw/server/applier.h"
+
+#include "etcdw/common/etcd_errors.h"
+#include "etcdw/common/logging.h"
+#include "etcdw/mvcc/txn.h"
+
+namespace etcdw::server {
+
+using etcdserverpb::AlarmType;
+
+namespace {
+
+template <typename T>
+ApplyResult Ok(T&& resp) {
+  return ApplyResult{Status::Ok(), std::make_shared<std::decay_t<T>>(std::forward<T>(resp)), 0};
+}
+
+ApplyResult Err(Status st) { return ApplyResult{std::move(st), nullptr, 0}; }
+
+// Runs `fn` inside one write transaction of the batch.
+template <typename Fn>
+auto InTxn(mvcc::ApplyBatch& batch, Fn fn) {
+  auto txn = batch.Begin();
+  auto r = fn(*txn);
+  batch.End(std::move(txn));
+  return r;
+}
+
+}  // namespace
+
+ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req,
+                                  Effects& fx) {
+  const bool nospace = d_.alarms->Active(etcdserverpb::NOSPACE);
+  const bool corrupt = d_.alarms->Active(etcdserverpb::CORRUPT);
+  switch (req.op_case()) {
+    case internalpb::Request::kPut: {
+      if (corrupt) return Err(errors::Corrupt());
+      if (nospace) return Err(errors::NoSpace());
+      // etcd judges the quota before applying and reports NoSpace after applying.
+      bool fits = d_.quota->Available(Quota::Cost(req.put()));
+      auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecutePut(t, req.put()); });
+      if (!r.ok()) return Err(r.status());
+      if (!fits) return Err(errors::NoSpace());
+      return Ok(std::move(r).value());
+    }
+    case internalpb::Request::kDeleteRange: {
+      if (corrupt) return Err(errors::Corrupt());
+      auto r = InTxn(batch, [&](mvcc::WriteTxn& t) {
+        return mvcc::ExecuteDeleteRange(t, req.delete_range());
+      });
+      if (!r.ok()) return Err(r.status());
+      return Ok(std::move(r).value());
+    }
+    case internalpb::Request::kTxn: {
+      if (corrupt) return Err(errors::Corrupt());
+      int64_t cost = Quota::Cost(req.txn());
+      if (nospace && cost > 0) return Err(errors::NoSpace());
+      bool fits = d_.quota->Available(cost);
+      auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecuteTxn(t, req.txn()); });
+      if (!r.ok()) return Err(r.status());
+      if (!fits) return Err(errors::NoSpace());
+      return Ok(std::move(r).value());
+    }
+    case internalpb::Request::kCompaction: {
+      if (corrupt) return Err(errors::Corrupt());
+      Status st = d_.kv->Compact(batch, req.compaction().revision());
+      if (!st.ok()) return Err(st);
+      etcdserverpb::CompactionResponse resp;
+      resp.mutable_header()->set_revision(batch.pending_rev());
+      ApplyResult r = Ok(std::move(resp));
+      r.compaction = req.compaction().revision();
+      return r;
+    }
+    case internalpb::Request::kLeaseGrant: {
+      if (corrupt) return Err(errors::Corrupt());
+      if (nospace) return Err(errors::NoSpace());
+      bool fits = d_.quota->Available(Quota::Cost(req.lease_grant()));
+      auto r = InTxn(batch, [&](mvcc::WriteTxn& t) {
+        return mvcc::ExecuteLeaseGrant(t, req.lease_grant(), d_.min_lease_ttl);
+      });
+      if (!r.ok()) return Err(r.status());
+      fx.granted.emplace_back(r->id(), r->ttl());
+      if (!fits) return Err(errors::NoSpace());
+      return Ok(std::move(r).value());
+    }
+    case internalpb::Request::kLeaseRevoke: {
+      if (corrupt) return Err(errors::Corrupt());
+      auto r = InTxn(batch, [&](mvcc::WriteTxn& t) {
+        return mvcc::ExecuteLeaseRevoke(t, req.lease_revoke());
+      });
+      if (!r.ok()) return Err(r.status());
+      fx.revoked.push_back(req.lease_revoke().id());
+      r->mutable_header()->set_revision(batch.pending_rev());
+      return Ok(std::move(r).value());
+    }
+    case internalpb::Request::kLeaseCheckpoint: {
+      for (const auto& c : req.lease_checkpoint().checkpoints()) {
+        auto txn = batch.Begin();
+        txn->mutable_leases().StageCheckpoint(batch.batch(), c.id(), c.remaining_ttl());
+        batch.End(std::move(txn));
+      }
+      etcdserverpb::LeaseCheckpointResponse resp;
+      resp.mutable_header()->set_revision(batch.pending_rev());
+      return Ok(std::move(resp));
+    }
+    case internalpb::Request::kAlarm: {
+      const auto& a = req.alarm();
+      etcdserverpb::AlarmResponse resp;
+      switch (a.action()) {
+        case etcdserverpb::AlarmRequest::GET:
+          for (auto& m : d_.alarms->Get(a.alarm())) *resp.add_alarms() = m;
+          break;
+        case etcdserverpb::AlarmRequest::ACTIVATE: {
+          bool was = d_.alarms->Active(a.alarm());
+          *resp.add_alarms() = d_.alarms->Activate(batch.batch(), a.memberid(), a.alarm());
+          if (!was) {
+            log::Warn("alarm raised", {log::F("alarm", etcdserverpb::AlarmType_Name(a.alarm())),
+                                       log::Hex("from", a.memberid())});
+          }
+          break;
+        }
+        case etcdserverpb::AlarmRequest::DEACTIVATE: {
+          auto m = d_.alarms->Deactivate(batch.batch(), a.memberid(), a.alarm());
+          if (m) {
+            *resp.add_alarms() = *m;
+            if (!d_.alarms->Active(a.alarm())) {
+              log::Warn("alarm disarmed", {log::F("alarm", etcdserverpb::AlarmType_Name(a.alarm())),
+                                           log::Hex("from", a.memberid())});
+            }
+          }
+          break;
+        }
+        default:
+          break;
+      }
+      resp.mutable_header()->set_revision(batch.pending_rev());
+      return Ok(std::move(resp));
+    }
+    case internalpb::Request::OP_NOT_SET:
+      break;
+  }
+  return Err(InvalidArgument("empty request"));
+}
+
+Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
+  auto batch = d_.kv->BeginApply();
+  std::vector<std::pair<uint64_t, ApplyResult>> results;
+  Effects fx;
+  uint64_t last = d_.kv->ConsistentIndex();
+  const uint64_t applied = last;
+  for (const auto& e : entries) {
+    if (e.index() <= applied) continue;
+    last = e.index();
+    if (e.type() != raftpb::ENTRY_NORMAL || e.data().empty()) continue;
+    internalpb::Request req;
+    if (!req.ParseFromString(e.data())) {
+      return DataLoss("log entry " + std::to_string(e.index()) + " does not hold a valid request");
+    }
+    ApplyResult r = ApplyRequest(*batch, req, fx);
+    if (r.status.code() == Code::kDataLoss) return r.status.WithContext("apply");
+    results.emplace_back(req.id(), std::move(r));
+  }
+  if (last == applied) return Status::Ok();
+  ETCDW_RETURN_IF_ERROR(d_.kv->Commit(*batch, last));
+
+  for (auto& [id, ttl] : fx.granted) d_.lessor->OnGranted(id, ttl);
+  for (int64_t id : fx.revoked) d_.lessor->OnRevoked(id);
+  if (batch->compaction()) d_.compactor->Schedule(*batch->compaction());
+  if (!batch->changes().empty()) d_.hub->Notify(batch->changes(), d_.kv->Rev());
+  for (auto& [id, r] : results) d_.waits->Trigger(id, std::move(r));
+  return Status::Ok();
+}
+
+}  // namespace etcdw::server

@@ -1,0 +1,61 @@
+// etcdserverpb.KV
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "grpc_util.h"
+
+namespace etcdw::server::grpcapi {
+
+namespace {
+
+using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
+
+class KvService final : public KV::CallbackService {
+ public:
+  explicit KvService(EtcdServer& s) : s_(s) {}
+
+  grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* ctx, const RangeRequest* req,
+                                  RangeResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    s_.Range(*req, FinishWith(s_, reactor, resp));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const PutRequest* req,
+                                PutResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    s_.Put(*req, FinishWith(s_, reactor, resp));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* DeleteRange(grpc::CallbackServerContext* ctx,
+                                        const DeleteRangeRequest* req,
+                                        DeleteRangeResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    s_.DeleteRange(*req, FinishWith(s_, reactor, resp));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Txn(grpc::CallbackServerContext* ctx, const TxnRequest* req,
+                                TxnResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    s_.Txn(*req, FinishWith(s_, reactor, resp));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* ctx, const CompactionRequest* req,
+                                    CompactionResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    s_.Compact(*req, FinishWith(s_, reactor, resp));
+    return reactor;
+  }
+
+ private:
+  EtcdServer& s_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server) {
+  return std::make_unique<KvService>(server);
+}
+
+}  // namespace etcdw::server::grpcapi

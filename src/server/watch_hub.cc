@@ -1,0 +1,437 @@
+#include "etcdw/server/watch_hub.h"
+
+#include <algorithm>
+
+#include "etcdw/common/logging.h"
+#include "etcdw/mvcc/history.h"
+
+namespace etcdw::server {
+
+using etcdserverpb::WatchResponse;
+
+struct Watcher {
+  uint64_t serial = 0;  // unique for the hub's lifetime (identifies it across unlocked work)
+  int64_t id = 0;
+  mvcc::KeyRange range;
+  bool prev_kv = false;
+  bool no_put = false;
+  bool no_delete = false;
+  bool progress_notify = false;
+  bool fragment = false;
+  int64_t next_rev = 0;   // first revision not yet delivered
+  bool synced = false;
+  bool compacted = false;  // told it was compacted; kept until the client cancels it
+  bool events_since_tick = false;
+  WatchStream* stream = nullptr;
+};
+
+namespace {
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> serial{0};
+  return ++serial;
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// WatchStream
+
+WatchStream::WatchStream(WatchHub& hub, WatchSink* sink) : hub_(hub), sink_(sink) {}
+WatchStream::~WatchStream() = default;
+
+bool WatchStream::HasRoom() const {
+  std::lock_guard lock(mu_);
+  return !closed_ && queued_bytes_ < hub_.opts_.stream_queue_bytes;
+}
+
+bool WatchStream::Enqueue(WatchResponse&& resp, bool force) {
+  size_t size = resp.ByteSizeLong();
+  std::unique_lock lock(mu_);
+  if (closed_) return true;  // nobody listens any more
+  if (!force && !queue_.empty() && queued_bytes_ + size > hub_.opts_.stream_queue_bytes) {
+    return false;
+  }
+  if (!writing_) {
+    writing_ = true;
+    current_ = std::move(resp);
+    lock.unlock();
+    sink_->StartWrite(&current_);
+    return true;
+  }
+  queued_bytes_ += size;
+  queue_.push_back(std::move(resp));
+  return true;
+}
+
+void WatchStream::WriteDone(bool ok) {
+  std::unique_lock lock(mu_);
+  if (!ok) {
+    closed_ = true;
+    queue_.clear();
+    queued_bytes_ = 0;
+  }
+  if (closed_ || queue_.empty()) {
+    writing_ = false;
+    if (closed_ && !finished_) {
+      finished_ = true;
+      lock.unlock();
+      sink_->Finish();
+      return;
+    }
+    lock.unlock();
+    if (ok) hub_.WakeCatchUp();
+    return;
+  }
+  current_ = std::move(queue_.front());
+  queue_.pop_front();
+  queued_bytes_ -= std::min(queued_bytes_, current_.ByteSizeLong());
+  bool room = queued_bytes_ < hub_.opts_.stream_queue_bytes / 2;
+  lock.unlock();
+  sink_->StartWrite(&current_);
+  if (room) hub_.WakeCatchUp();
+}
+
+void WatchStream::Close() {
+  {
+    std::lock_guard hub_lock(hub_.mu_);
+    if (!closed_hub_) {
+      closed_hub_ = true;
+      for (auto& [id, w] : watchers_) hub_.RemoveWatcherLocked(w.get());
+      watchers_.clear();
+      hub_.streams_.erase(this);
+    }
+  }
+  std::unique_lock lock(mu_);
+  closed_ = true;
+  queue_.clear();
+  queued_bytes_ = 0;
+  if (!writing_ && !finished_) {
+    finished_ = true;
+    lock.unlock();
+    sink_->Finish();
+  }
+}
+
+void WatchStream::Create(const etcdserverpb::WatchCreateRequest& req) {
+  auto w = std::make_unique<Watcher>();
+  w->serial = NextSerial();
+  std::string key = req.key().empty() ? std::string(1, '\0') : req.key();
+  w->range = mvcc::KeyRange::FromRequest(key, req.range_end());
+  for (int f : req.filters()) {
+    if (f == etcdserverpb::WatchCreateRequest::NOPUT) w->no_put = true;
+    if (f == etcdserverpb::WatchCreateRequest::NODELETE) w->no_delete = true;
+  }
+  w->prev_kv = req.prev_kv();
+  w->progress_notify = req.progress_notify();
+  w->fragment = req.fragment();
+  w->stream = this;
+  // A new watcher has not been told anything yet: the first progress tick reports to it.
+  w->events_since_tick = false;
+
+  bool wake = false;
+  {
+    std::lock_guard hub_lock(hub_.mu_);
+    if (closed_hub_) return;
+    const int64_t wsrev = hub_.rev_;
+    std::string err;
+    int64_t id = req.watch_id();
+    if (w->range.kind == mvcc::KeyRange::Kind::kRange && !(w->range.key < w->range.end)) {
+      err = "mvcc: watcher range is empty";
+    } else if (id != 0) {
+      if (watchers_.count(id)) err = "mvcc: duplicate watch ID provided on the WatchStream";
+    } else {
+      while (watchers_.count(next_id_)) ++next_id_;
+      id = next_id_++;
+    }
+    if (!err.empty()) {
+      WatchResponse resp = hub_.NewResponse(-1, wsrev);
+      resp.set_created(true);
+      resp.set_canceled(true);
+      resp.set_cancel_reason(err);
+      Enqueue(std::move(resp), true);
+      return;
+    }
+    w->id = id;
+    const int64_t start = req.start_revision();
+    w->synced = start > wsrev || start == 0;
+    w->next_rev = w->synced ? std::max(wsrev + 1, start) : start;
+
+    WatchResponse resp = hub_.NewResponse(id, wsrev);
+    resp.set_created(true);
+    Enqueue(std::move(resp), true);
+
+    Watcher* raw = w.get();
+    watchers_[id] = std::move(w);
+    if (raw->synced) {
+      hub_.synced_.insert(raw);
+    } else {
+      hub_.unsynced_.insert(raw);
+      wake = true;
+    }
+  }
+  if (wake) hub_.WakeCatchUp();
+}
+
+void WatchStream::Cancel(int64_t watch_id) {
+  std::lock_guard hub_lock(hub_.mu_);
+  auto it = watchers_.find(watch_id);
+  if (it == watchers_.end()) return;  // etcd answers nothing for an unknown ID
+  hub_.RemoveWatcherLocked(it->second.get());
+  watchers_.erase(it);
+  WatchResponse resp = hub_.NewResponse(watch_id, hub_.rev_);
+  resp.set_canceled(true);
+  Enqueue(std::move(resp), true);
+  hub_.MaybeSendDeferredProgressLocked(*this);
+}
+
+void WatchStream::RequestProgress() {
+  std::lock_guard hub_lock(hub_.mu_);
+  if (hub_.AllSyncedLocked(*this)) {
+    Enqueue(hub_.NewResponse(-1, hub_.rev_), true);
+  } else {
+    // Answered once every watcher of the stream has caught up, so that the reported revision
+    // is never ahead of an event still to be delivered.
+    progress_pending_ = true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// WatchHub
+
+WatchHub::WatchHub(const mvcc::KvStore& store, WatchHubOptions opts)
+    : store_(store), opts_(std::move(opts)), rev_(store.Rev()) {}
+
+WatchHub::~WatchHub() { Stop(); }
+
+void WatchHub::Start() {
+  std::lock_guard lock(cu_mu_);
+  if (catchup_.joinable()) return;
+  stop_ = false;
+  catchup_ = std::thread([this] { CatchUpLoop(); });
+}
+
+void WatchHub::Stop() {
+  {
+    std::lock_guard lock(cu_mu_);
+    stop_ = true;
+  }
+  cu_cv_.notify_all();
+  if (catchup_.joinable()) catchup_.join();
+}
+
+std::shared_ptr<WatchStream> WatchHub::NewStream(WatchSink* sink) {
+  std::shared_ptr<WatchStream> s(new WatchStream(*this, sink));
+  std::lock_guard lock(mu_);
+  streams_.insert(s.get());
+  return s;
+}
+
+int64_t WatchHub::rev() const {
+  std::lock_guard lock(mu_);
+  return rev_;
+}
+
+size_t WatchHub::WatcherCount() const {
+  std::lock_guard lock(mu_);
+  return synced_.size() + unsynced_.size();
+}
+
+size_t WatchHub::UnsyncedCount() const {
+  std::lock_guard lock(mu_);
+  return unsynced_.size();
+}
+
+WatchResponse WatchHub::NewResponse(int64_t watch_id, int64_t rev) const {
+  WatchResponse r;
+  if (opts_.fill_header) opts_.fill_header(r.mutable_header());
+  r.mutable_header()->set_revision(rev);
+  r.set_watch_id(watch_id);
+  return r;
+}
+
+std::vector<WatchResponse> WatchHub::ResponsesFor(const Watcher& w,
+                                                  const std::vector<const mvccpb::Event*>& events,
+                                                  int64_t rev) const {
+  std::vector<WatchResponse> out;
+  WatchResponse r = NewResponse(w.id, rev);
+  for (const mvccpb::Event* ev : events) {
+    if (!w.range.Contains(ev->kv().key())) continue;
+    if (ev->type() == mvccpb::Event::PUT ? w.no_put : w.no_delete) continue;
+    mvccpb::Event* e = r.add_events();
+    *e = *ev;
+    if (!w.prev_kv) e->clear_prev_kv();
+  }
+  if (r.events_size() == 0) return out;
+  if (!w.fragment || r.events_size() < 2 || r.ByteSizeLong() < opts_.fragment_bytes) {
+    out.push_back(std::move(r));
+    return out;
+  }
+  // Split into fragments: each holds as many events as fit (at least one); all but the last
+  // are marked fragment=true and the client reassembles them.
+  WatchResponse cur = NewResponse(w.id, rev);
+  cur.set_fragment(true);
+  for (auto& ev : *r.mutable_events()) {
+    *cur.add_events() = ev;
+    if (cur.events_size() > 1 && cur.ByteSizeLong() >= opts_.fragment_bytes) {
+      mvccpb::Event last = std::move(*cur.mutable_events(cur.events_size() - 1));
+      cur.mutable_events()->RemoveLast();
+      out.push_back(std::move(cur));
+      cur = NewResponse(w.id, rev);
+      cur.set_fragment(true);
+      *cur.add_events() = std::move(last);
+    }
+  }
+  cur.set_fragment(false);
+  out.push_back(std::move(cur));
+  return out;
+}
+
+void WatchHub::RemoveWatcherLocked(Watcher* w) {
+  synced_.erase(w);
+  unsynced_.erase(w);
+}
+
+bool WatchHub::AllSyncedLocked(const WatchStream& s) const {
+  for (const auto& [id, w] : s.watchers_) {
+    if (!w->synced && !w->compacted) return false;
+  }
+  return true;
+}
+
+void WatchHub::MaybeSendDeferredProgressLocked(WatchStream& s) {
+  if (!s.progress_pending_ || !AllSyncedLocked(s)) return;
+  s.progress_pending_ = false;
+  s.Enqueue(NewResponse(-1, rev_), true);
+}
+
+void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t rev) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    std::vector<const mvccpb::Event*> events;
+    std::vector<Watcher*> victims;
+    for (const auto& rc : changes) {
+      events.clear();
+      for (const auto& ev : rc.events) events.push_back(&ev);
+      victims.clear();
+      for (Watcher* w : synced_) {
+        if (rc.rev < w->next_rev) continue;  // a watcher that starts in the future
+        auto responses = ResponsesFor(*w, events, rc.rev);
+        if (!responses.empty()) {
+          if (!w->stream->HasRoom()) {
+            victims.push_back(w);  // keep it in history instead of in memory
+            continue;
+          }
+          for (auto& r : responses) w->stream->Enqueue(std::move(r), true);
+          w->events_since_tick = true;
+        }
+        w->next_rev = rc.rev + 1;
+      }
+      for (Watcher* w : victims) {
+        synced_.erase(w);
+        w->synced = false;
+        w->next_rev = rc.rev;
+        unsynced_.insert(w);
+        wake = true;
+      }
+    }
+    rev_ = std::max(rev_, rev);
+    if (!unsynced_.empty()) wake = true;
+  }
+  if (wake) WakeCatchUp();
+}
+
+void WatchHub::ProgressTick() {
+  std::lock_guard lock(mu_);
+  for (WatchStream* s : streams_) {
+    for (auto& [id, w] : s->watchers_) {
+      if (!w->progress_notify || w->compacted) continue;
+      if (w->synced && !w->events_since_tick) s->Enqueue(NewResponse(id, rev_), true);
+      w->events_since_tick = false;
+    }
+  }
+}
+
+void WatchHub::WakeCatchUp() {
+  {
+    std::lock_guard lock(cu_mu_);
+    cu_wake_ = true;
+  }
+  cu_cv_.notify_one();
+}
+
+bool WatchHub::CatchUpOnce() {
+  struct Job {
+    uint64_t serial;
+    Watcher* w;
+    int64_t from;
+    std::shared_ptr<WatchStream> stream;
+  };
+  std::vector<Job> jobs;
+  int64_t to;
+  {
+    std::lock_guard lock(mu_);
+    to = rev_;
+    for (Watcher* w : unsynced_) {
+      if (!w->stream->HasRoom()) continue;
+      jobs.push_back({w->serial, w, w->next_rev, w->stream->shared_from_this()});
+    }
+  }
+  bool progressed = false;
+  for (const Job& job : jobs) {
+    auto hist = mvcc::ReadHistory(store_, job.from, to, opts_.catchup_events);
+    std::lock_guard lock(mu_);
+    // The watcher may have been cancelled (and its memory reused) while we read.
+    if (!unsynced_.count(job.w) || job.w->serial != job.serial || job.w->next_rev != job.from) {
+      continue;
+    }
+    Watcher* w = job.w;
+    WatchStream& s = *w->stream;
+    if (!hist.ok()) {
+      log::Error("watch catch-up failed", {log::F("error", hist.status())});
+      continue;
+    }
+    progressed = true;
+    if (hist->compacted) {
+      WatchResponse resp = NewResponse(w->id, 0);
+      resp.set_compact_revision(hist->compact_rev);
+      resp.set_canceled(true);
+      s.Enqueue(std::move(resp), true);
+      w->compacted = true;
+      unsynced_.erase(w);
+      MaybeSendDeferredProgressLocked(s);
+      continue;
+    }
+    std::vector<const mvccpb::Event*> events;
+    for (const auto& rc : hist->revisions) {
+      for (const auto& ev : rc.events) events.push_back(&ev);
+    }
+    for (auto& r : ResponsesFor(*w, events, to)) s.Enqueue(std::move(r), true);
+    if (!events.empty()) w->events_since_tick = true;
+    w->next_rev = hist->next_rev;
+    if (w->next_rev > rev_) {
+      unsynced_.erase(w);
+      w->synced = true;
+      synced_.insert(w);
+      MaybeSendDeferredProgressLocked(s);
+    }
+  }
+  return progressed;
+}
+
+void WatchHub::CatchUpLoop() {
+  while (true) {
+    {
+      std::unique_lock lock(cu_mu_);
+      if (stop_) return;
+      cu_wake_ = false;
+    }
+    bool progressed = CatchUpOnce();
+    bool pending = UnsyncedCount() > 0;
+    std::unique_lock lock(cu_mu_);
+    if (stop_) return;
+    if (progressed && pending) continue;
+    cu_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_ || cu_wake_; });
+  }
+}
+
+}  // namespace etcdw::server

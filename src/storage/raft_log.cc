@@ -1,0 +1,127 @@
+#include "etcdw/storage/raft_log.h"
+
+#include <string>
+
+namespace etcdw::storage {
+
+namespace {
+const char kHardStateKey[] = "raft/hard_state";
+// Index and term of the last compacted entry: 16 bytes, big-endian.
+const char kCompactedKey[] = "raft/compacted";
+}  // namespace
+
+Status RaftLog::Load() {
+  ETCDW_ASSIGN_OR_RETURN(auto hs, engine_.Get(Column::kMeta, kHardStateKey));
+  if (hs && !hard_state_.ParseFromString(*hs)) {
+    return DataLoss("raft hard state record is corrupt");
+  }
+  ETCDW_ASSIGN_OR_RETURN(auto compacted, engine_.Get(Column::kMeta, kCompactedKey));
+  uint64_t compacted_index = 0;
+  if (compacted) {
+    if (compacted->size() != 16) return DataLoss("raft log compaction record is corrupt");
+    compacted_index = DecodeFixed64BE(compacted->data());
+    compacted_term_ = DecodeFixed64BE(compacted->data() + 8);
+  }
+  first_ = compacted_index + 1;
+  last_ = compacted_index;
+  auto it = engine_.NewIterator(Column::kRaftLog);
+  it->SeekToLast();
+  if (it->Valid()) {
+    if (it->key().size() != 8) return DataLoss("raft log key is corrupt");
+    last_ = DecodeFixed64BE(it->key().data());
+    it->SeekToFirst();
+    uint64_t first_held = DecodeFixed64BE(it->key().data());
+    if (first_held != first_) {
+      return DataLoss("raft log starts at index " + std::to_string(first_held) + ", expected " +
+                      std::to_string(first_));
+    }
+  }
+  ETCDW_RETURN_IF_ERROR(it->status());
+  return Status::Ok();
+}
+
+Result<uint64_t> RaftLog::Term(uint64_t index) const {
+  if (index == first_ - 1) return compacted_term_;
+  if (index < first_ || index > last_) {
+    return Status(Code::kOutOfRange, "raft log has no entry " + std::to_string(index));
+  }
+  ETCDW_ASSIGN_OR_RETURN(auto v, engine_.Get(Column::kRaftLog, EncodeFixed64BE(index)));
+  raftpb::Entry e;
+  if (!v || !e.ParseFromString(*v)) {
+    return DataLoss("raft log entry " + std::to_string(index) + " is missing or corrupt");
+  }
+  return e.term();
+}
+
+Result<std::vector<raftpb::Entry>> RaftLog::Entries(uint64_t lo, uint64_t hi,
+                                                    uint64_t max_bytes) const {
+  std::vector<raftpb::Entry> out;
+  if (lo >= hi) return out;
+  if (lo < first_ || hi > last_ + 1) {
+    return Status(Code::kOutOfRange, "raft log range [" + std::to_string(lo) + ", " +
+                                         std::to_string(hi) + ") is outside the log");
+  }
+  ReadOptions ro;
+  ro.upper_bound = EncodeFixed64BE(hi);
+  auto it = engine_.NewIterator(Column::kRaftLog, ro);
+  uint64_t bytes = 0, expect = lo;
+  for (it->Seek(EncodeFixed64BE(lo)); it->Valid(); it->Next()) {
+    raftpb::Entry e;
+    if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+        e.index() != expect) {
+      return DataLoss("raft log entry " + std::to_string(expect) + " is missing or corrupt");
+    }
+    bytes += it->value().size();
+    out.push_back(std::move(e));
+    ++expect;
+    if (bytes > max_bytes) break;
+  }
+  ETCDW_RETURN_IF_ERROR(it->status());
+  if (out.empty() || (expect < hi && bytes <= max_bytes)) {
+    return DataLoss("raft log entry " + std::to_string(expect) + " is missing");
+  }
+  return out;
+}
+
+void RaftLog::StageAppend(Batch& batch, const std::vector<raftpb::Entry>& entries) {
+  if (entries.empty()) return;
+  uint64_t from = entries.front().index();
+  // Replacing a suffix: delete the old entries beyond the new tail.
+  if (from <= last_) {
+    uint64_t new_last = entries.back().index();
+    if (new_last < last_) {
+      batch.DeleteRange(Column::kRaftLog, EncodeFixed64BE(new_last + 1), EncodeFixed64BE(last_ + 1));
+    }
+  }
+  std::string buf;
+  for (const auto& e : entries) {
+    buf.clear();
+    e.SerializeToString(&buf);
+    batch.Put(Column::kRaftLog, EncodeFixed64BE(e.index()), buf);
+  }
+}
+
+void RaftLog::StageHardState(Batch& batch, const raftpb::HardState& hs) {
+  batch.Put(Column::kMeta, kHardStateKey, hs.SerializeAsString());
+}
+
+void RaftLog::StageCompact(Batch& batch, uint64_t index, uint64_t term) {
+  if (index < first_) return;
+  batch.DeleteRange(Column::kRaftLog, EncodeFixed64BE(first_), EncodeFixed64BE(index + 1));
+  std::string rec = EncodeFixed64BE(index) + EncodeFixed64BE(term);
+  batch.Put(Column::kMeta, kCompactedKey, rec);
+}
+
+void RaftLog::CommittedAppend(const std::vector<raftpb::Entry>& entries) {
+  if (entries.empty()) return;
+  last_ = entries.back().index();
+}
+
+void RaftLog::CommittedCompact(uint64_t index, uint64_t term) {
+  if (index < first_) return;
+  first_ = index + 1;
+  compacted_term_ = term;
+  if (last_ < index) last_ = index;
+}
+
+}  // namespace etcdw::storage
