@@ -1,0 +1,61 @@
+// Test support: child processes, temporary directories and free loopback ports.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace etcdw::testing {
+
+// A child process whose stdout and stderr go to a log file. Killed (SIGKILL) when destroyed.
+class Process {
+ public:
+  Process() = default;
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  // Starts argv[0] (looked up in PATH if it has no '/') with the given arguments.
+  bool Start(const std::vector<std::string>& argv, const std::string& log_path,
+             const std::vector<std::string>& extra_env = {});
+  bool Running();
+  void Signal(int sig);
+  // Waits for exit; returns the exit status (128+signal when killed), or nullopt on timeout.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  // SIGKILL and reap.
+  void Kill();
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// Runs a command to completion, capturing stdout+stderr. Returns the exit status (-1 on
+// timeout, after killing it).
+int RunCommand(const std::vector<std::string>& argv, std::string* output,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30),
+               const std::string& stdin_data = "");
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A TCP port on 127.0.0.1 that was free when checked. Ports are handed out at most once per
+// test process.
+int FreePort();
+
+std::string ReadFileOrEmpty(const std::string& path);
+bool WriteFile(const std::string& path, const std::string& content);
+
+}  // namespace etcdw::testing

@@ -1,0 +1,143 @@
+#include "servers.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace etcdw::testing {
+
+namespace {
+// True once something accepts TCP connections on 127.0.0.1:port. Polling the port first keeps
+// gRPC channels out of their reconnect backoff while the server is still starting.
+bool PortOpen(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+}  // namespace
+
+std::string EtcdWrapperBinary() {
+  const char* env = std::getenv("ETCDW_BINARY");
+  return env ? env : ETCDW_BINARY;
+}
+
+std::unique_ptr<grpc::ClientContext> Ctx(std::chrono::milliseconds timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  return ctx;
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> ch)
+    : channel(ch),
+      kv(etcdserverpb::KV::NewStub(ch)),
+      watch(etcdserverpb::Watch::NewStub(ch)),
+      lease(etcdserverpb::Lease::NewStub(ch)),
+      maintenance(etcdserverpb::Maintenance::NewStub(ch)),
+      cluster(etcdserverpb::Cluster::NewStub(ch)) {}
+
+grpc::Status Client::Put(const std::string& key, const std::string& value, int64_t lease,
+                         etcdserverpb::PutResponse* out) {
+  etcdserverpb::PutRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  req.set_lease(lease);
+  etcdserverpb::PutResponse resp;
+  auto st = kv->Put(Ctx().get(), req, out ? out : &resp);
+  return st;
+}
+
+grpc::Status Client::Get(const std::string& key, etcdserverpb::RangeResponse* out,
+                         const std::string& range_end, int64_t rev) {
+  etcdserverpb::RangeRequest req;
+  req.set_key(key);
+  req.set_range_end(range_end);
+  req.set_revision(rev);
+  return kv->Range(Ctx().get(), req, out);
+}
+
+Member::Member(Kind kind, std::string name)
+    : kind_(kind), name_(std::move(name)), client_port_(FreePort()), peer_port_(FreePort()) {
+  data_dir_ = dir_.File("data");
+}
+
+Member::~Member() { proc_.Kill(); }
+
+std::string Member::log() const { return ReadFileOrEmpty(dir_.File("member.log")); }
+
+std::shared_ptr<grpc::Channel> Member::NewChannel() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(endpoint(), grpc::InsecureChannelCredentials(), args);
+}
+
+Client& Member::client() {
+  if (!client_) client_ = std::make_unique<Client>(NewChannel());
+  return *client_;
+}
+
+bool Member::Start(const Settings& extra, std::chrono::milliseconds timeout) {
+  Settings s = {
+      {"name", name_},
+      {"data-dir", data_dir_},
+      {"listen-client-urls", url()},
+      {"advertise-client-urls", url()},
+      {"listen-peer-urls", peer_url()},
+      {"initial-advertise-peer-urls", peer_url()},
+      {"initial-cluster", name_ + "=" + peer_url()},
+  };
+  for (const auto& [k, v] : extra) s[k] = v;
+  std::vector<std::string> argv;
+  if (kind_ == Kind::kEtcd) {
+    argv.push_back("etcd");
+    for (const auto& [k, v] : s) argv.push_back("--" + k + "=" + v);
+  } else {
+    std::string yaml;
+    for (const auto& [k, v] : s) yaml += k + ": " + v + "\n";
+    std::string path = dir_.File("config-" + std::to_string(++starts_) + ".yaml");
+    WriteFile(path, yaml);
+    argv = {EtcdWrapperBinary(), "--config", path};
+  }
+  if (!proc_.Start(argv, dir_.File("member.log"), {"ETCD_UNSUPPORTED_ARCH=", "ETCDCTL_API=3"})) {
+    return false;
+  }
+  client_.reset();
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!PortOpen(client_port_)) {
+    if (!proc_.Running() || std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!proc_.Running()) return false;
+    etcdserverpb::StatusRequest req;
+    etcdserverpb::StatusResponse resp;
+    auto st = client().maintenance->Status(Ctx(std::chrono::milliseconds(500)).get(), req, &resp);
+    if (st.ok() && resp.leader() != 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::optional<int> Member::Stop(std::chrono::milliseconds timeout) {
+  client_.reset();
+  proc_.Signal(SIGTERM);
+  auto r = proc_.Wait(timeout);
+  if (!r) proc_.Kill();
+  return r;
+}
+
+void Member::Kill() {
+  client_.reset();
+  proc_.Kill();
+}
+
+}  // namespace etcdw::testing

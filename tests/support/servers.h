@@ -1,0 +1,85 @@
+// Test support: starting etcd-wrapper and the reference etcd 3.4 (Debian's etcd-server) on
+// loopback with the same settings, and talking to them over gRPC.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "process.h"
+
+namespace etcdw::testing {
+
+// Settings in etcd's key names (the same for etcd's flags and its YAML config file).
+using Settings = std::map<std::string, std::string>;
+
+// A deadline-bound client context.
+std::unique_ptr<grpc::ClientContext> Ctx(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+class Client {
+ public:
+  explicit Client(std::shared_ptr<grpc::Channel> channel);
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+  std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
+
+  // Convenience wrappers that fail the test-visible status instead of crashing.
+  grpc::Status Put(const std::string& key, const std::string& value, int64_t lease = 0,
+                   etcdserverpb::PutResponse* out = nullptr);
+  grpc::Status Get(const std::string& key, etcdserverpb::RangeResponse* out,
+                   const std::string& range_end = "", int64_t rev = 0);
+};
+
+// One member under test: either etcd-wrapper or etcd.
+class Member {
+ public:
+  enum class Kind { kEtcdWrapper, kEtcd };
+  Member(Kind kind, std::string name = "default");
+  ~Member();
+
+  Kind kind() const { return kind_; }
+  const char* label() const { return kind_ == Kind::kEtcd ? "etcd" : "etcd-wrapper"; }
+
+  // Starts and waits until Maintenance.Status answers. The data directory persists across
+  // Start/Stop/Kill until the Member is destroyed.
+  bool Start(const Settings& extra = {}, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // SIGTERM and wait; returns the exit status.
+  std::optional<int> Stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  void Kill();  // SIGKILL
+  bool Running() { return proc_.Running(); }
+  Process& process() { return proc_; }
+
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
+  std::string url() const { return "http://" + endpoint(); }
+  std::string peer_url() const { return "http://127.0.0.1:" + std::to_string(peer_port_); }
+  const std::string& data_dir() const { return data_dir_; }
+  const std::string& dir() const { return dir_.path(); }
+  std::string log() const;
+  Client& client();
+  // A fresh channel (for tests that need independent connections).
+  std::shared_ptr<grpc::Channel> NewChannel() const;
+
+ private:
+  Kind kind_;
+  std::string name_;
+  TempDir dir_;
+  std::string data_dir_;
+  int client_port_;
+  int peer_port_;
+  Process proc_;
+  std::unique_ptr<Client> client_;
+  int starts_ = 0;
+};
+
+// Path of the etcd-wrapper binary under test.
+std::string EtcdWrapperBinary();
+
+}  // namespace etcdw::testing
