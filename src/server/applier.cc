@@ -40,7 +40,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       bool fits = d_.quota->Available(Quota::Cost(req.put()));
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecutePut(t, req.put()); });
       if (!r.ok()) return Err(r.status());
-      if (!fits) return Err(errors::NoSpace());
+      if (!fits) return QuotaExceeded();
       return Ok(std::move(r).value());
     }
     case internalpb::Request::kDeleteRange: {
@@ -58,7 +58,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       bool fits = d_.quota->Available(cost);
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecuteTxn(t, req.txn()); });
       if (!r.ok()) return Err(r.status());
-      if (!fits) return Err(errors::NoSpace());
+      if (!fits) return QuotaExceeded();
       return Ok(std::move(r).value());
     }
     case internalpb::Request::kCompaction: {
@@ -80,7 +80,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       });
       if (!r.ok()) return Err(r.status());
       fx.granted.emplace_back(r->id(), r->ttl());
-      if (!fits) return Err(errors::NoSpace());
+      if (!fits) return QuotaExceeded();
       return Ok(std::move(r).value());
     }
     case internalpb::Request::kLeaseRevoke: {
@@ -140,6 +140,11 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       break;
   }
   return Err(InvalidArgument("empty request"));
+}
+
+ApplyResult Applier::QuotaExceeded() {
+  if (d_.on_quota_exceeded) d_.on_quota_exceeded();
+  return Err(errors::NoSpace());
 }
 
 Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {

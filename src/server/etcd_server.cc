@@ -80,6 +80,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   deps.waits = &s->waits_;
   deps.quota = s->quota_.get();
   deps.min_lease_ttl = MinLeaseTtl(cfg);
+  deps.on_quota_exceeded = [self] { self->RaiseNoSpaceAlarm(); };
   s->applier_ = std::make_unique<Applier>(deps);
 
   LocalNodeOptions no;
@@ -178,13 +179,18 @@ void EtcdServer::ProposeFor(internalpb::Request req, Reply<Resp> reply) {
 
 Status EtcdServer::CheckQuota(int64_t cost) {
   if (quota_->Available(cost)) return Status::Ok();
+  RaiseNoSpaceAlarm();
+  return errors::NoSpace();
+}
+
+void EtcdServer::RaiseNoSpaceAlarm() {
+  if (alarms_->Active(etcdserverpb::NOSPACE)) return;
   internalpb::Request req;
   auto* a = req.mutable_alarm();
   a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
   a->set_memberid(member_id());
   a->set_alarm(etcdserverpb::NOSPACE);
   Propose(std::move(req), [](ApplyResult) {});
-  return errors::NoSpace();
 }
 
 // ---------------------------------------------------------------------------------------------

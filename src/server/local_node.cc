@@ -104,6 +104,7 @@ bool LocalNode::Process(std::vector<raftpb::Entry>& entries) {
     if (opts_.on_fatal) opts_.on_fatal(st.WithContext("append to log"));
     return false;
   }
+  ++synced_writes_;
   log_.CommittedAppend(entries);
   log_.CommittedHardState(hs);
   if (compact) log_.CommittedCompact(compact_to, compact_term);

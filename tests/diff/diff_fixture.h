@@ -1,13 +1,22 @@
 // Differential testing: the same client calls go to etcd 3.4.23 (Debian's etcd-server) and to
 // etcd-wrapper, both started fresh on loopback with the same settings; their answers must be
-// the same: gRPC code, error message, and response message. Headers are compared on revision
-// only (cluster_id, member_id and raft_term legitimately differ).
+// the same: gRPC code, error message, and response message.
+//
+// Normalization: the identity fields of every ResponseHeader (cluster_id, member_id, raft_term)
+// legitimately differ between the two members, so they are reduced to "set" (1) or "unset" (0)
+// before comparing; the revision is compared as is. A header that etcd leaves out must be left
+// out by us too (headers are compared for presence). Anything else that legitimately differs
+// (member IDs inside a response, remaining TTLs, sizes) is normalized by the individual test
+// with a normalizer passed to Same(), and checked for sanity there.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,13 +31,22 @@ struct Outcome {
   grpc::StatusCode code = grpc::StatusCode::OK;
   std::string message;   // gRPC status message (etcd's error string)
   std::string response;  // normalized text form of the response (empty on error)
+  bool ok() const { return code == grpc::StatusCode::OK; }
   std::string ToString() const;
 };
 
-// Clears the identity fields of every ResponseHeader inside `m` (recursively), keeping revision.
+// Reduces the identity fields of every ResponseHeader inside `m` (recursively) to 0 or 1,
+// keeping the revision.
 void NormalizeHeaders(google::protobuf::Message* m);
 // Text form after NormalizeHeaders.
 std::string Normalized(const google::protobuf::Message& m);
+
+template <typename Resp>
+using CallFn = std::function<grpc::Status(Client&, grpc::ClientContext*, Resp*)>;
+// Makes a successful response of member `m` comparable (clears values that legitimately differ
+// after checking them). Runs before header normalization.
+template <typename Resp>
+using NormFn = std::function<void(Member& m, Resp*)>;
 
 class DiffTest : public ::testing::Test {
  protected:
@@ -40,40 +58,63 @@ class DiffTest : public ::testing::Test {
   Member& ours() { return *ours_; }
   std::vector<Member*> both() { return {etcd_.get(), ours_.get()}; }
 
+  // This member's ID (from its Status header), cached.
+  uint64_t MemberId(Member& m);
+
   // Runs `call` against one member and captures its outcome.
   template <typename Resp>
-  Outcome Call(Member& m, const std::function<grpc::Status(Client&, grpc::ClientContext*, Resp*)>& call) {
+  Outcome Call(Member& m, const CallFn<Resp>& call, const NormFn<Resp>& norm = nullptr,
+               Resp* raw = nullptr) {
     Resp resp;
-    auto ctx = Ctx();
+    auto ctx = Ctx(std::chrono::seconds(30));
     grpc::Status st = call(m.client(), ctx.get(), &resp);
     Outcome o;
     o.code = st.error_code();
     o.message = st.error_message();
-    if (st.ok()) o.response = Normalized(resp);
+    if (st.ok()) {
+      if (raw) *raw = resp;
+      if (norm) norm(m, &resp);
+      o.response = Normalized(resp);
+    }
     return o;
   }
 
   // Runs `call` against both and expects identical outcomes; returns etcd's.
   template <typename Resp>
-  Outcome Same(const std::function<grpc::Status(Client&, grpc::ClientContext*, Resp*)>& call,
-               const std::string& what = "") {
-    Outcome a = Call<Resp>(etcd(), call);
-    Outcome b = Call<Resp>(ours(), call);
+  Outcome Same(const CallFn<Resp>& call, const std::string& what = "",
+               const NormFn<Resp>& norm = nullptr) {
+    Outcome a = Call<Resp>(etcd(), call, norm);
+    Outcome b = Call<Resp>(ours(), call, norm);
     EXPECT_EQ(a.ToString(), b.ToString()) << "differs from etcd: " << what;
     return a;
   }
 
   // Shorthands for the most common calls (each compared with Same()).
   Outcome Put(const std::string& k, const std::string& v, int64_t lease = 0, bool prev_kv = false);
+  Outcome PutReq(const etcdserverpb::PutRequest& r);
   Outcome Range(const etcdserverpb::RangeRequest& r);
   Outcome Get(const std::string& k, const std::string& end = "", int64_t rev = 0);
   Outcome Delete(const std::string& k, const std::string& end = "", bool prev_kv = false);
   Outcome Txn(const etcdserverpb::TxnRequest& r);
   Outcome Compact(int64_t rev, bool physical = false);
+  Outcome LeaseGrant(int64_t id, int64_t ttl);
+  Outcome LeaseRevoke(int64_t id);
+  Outcome HashKV(int64_t rev);
+  Outcome Defragment();
+  // Alarm request; member IDs in the answer are checked to be the answering member's own ID
+  // and cleared. `member_id` 0 means "the member's own ID".
+  Outcome Alarm(etcdserverpb::AlarmRequest::AlarmAction action, etcdserverpb::AlarmType type,
+                uint64_t member_id = 0);
+
+  // Puts the same value to both without comparing (bulk setup); fails the test on error.
+  void PutBoth(const std::string& k, const std::string& v, int64_t lease = 0);
+  // The current revision of each member must be the same; returns it.
+  int64_t SameRevision();
 
  private:
   std::unique_ptr<Member> etcd_;
   std::unique_ptr<Member> ours_;
+  std::map<Member*, uint64_t> ids_;
 };
 
 // A watch stream on one member, read in the background.
@@ -84,18 +125,73 @@ class WatchSession {
   bool Send(const etcdserverpb::WatchRequest& req);
   // Next response within `timeout`, or nullopt.
   std::optional<etcdserverpb::WatchResponse> Next(
-      std::chrono::milliseconds timeout = std::chrono::seconds(5));
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Collects responses until none arrives for `quiet`.
   std::vector<etcdserverpb::WatchResponse> Drain(
       std::chrono::milliseconds quiet = std::chrono::milliseconds(500));
   void CloseSend();
+  // True once the server ended the stream; `status` then holds how.
+  bool Finished(grpc::Status* status = nullptr);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
+// One watch stream on each member, driven with the same requests.
+class WatchPair {
+ public:
+  WatchPair(Member& etcd, Member& ours) : etcd_(etcd), ours_(ours) {}
+  void Send(const etcdserverpb::WatchRequest& req);
+  // The next response of each, compared after normalization; etcd's response (nullopt if
+  // either did not answer within `timeout`).
+  std::optional<etcdserverpb::WatchResponse> Next(
+      const std::string& what, std::chrono::milliseconds timeout = std::chrono::seconds(15));
+  // The next `n` responses of each. With `by_watch_id` the responses are compared after a
+  // stable sort by watch ID: etcd delivers the responses of different watchers for one
+  // revision in no particular order (it iterates a Go map), while each watcher's own
+  // responses stay in order.
+  std::vector<etcdserverpb::WatchResponse> NextN(
+      int n, const std::string& what, bool by_watch_id = false,
+      std::chrono::milliseconds timeout = std::chrono::seconds(15));
+  // Sends a progress request to both and expects the progress response (watch_id -1, no
+  // events) as the next message of each: proves that nothing else was pending before it.
+  void ExpectNothingPending(const std::string& what);
+  WatchSession& etcd() { return etcd_; }
+  WatchSession& ours() { return ours_; }
+
+ private:
+  WatchSession etcd_;
+  WatchSession ours_;
+};
+
 etcdserverpb::WatchRequest CreateWatch(const std::string& key, const std::string& end = "",
-                                       int64_t start_rev = 0, bool prev_kv = false);
+                                       int64_t start_rev = 0, bool prev_kv = false,
+                                       int64_t watch_id = 0);
+etcdserverpb::WatchRequest CancelWatch(int64_t watch_id);
+etcdserverpb::WatchRequest ProgressRequest();
+
+// Request builders.
+etcdserverpb::RangeRequest RangeReq(const std::string& key, const std::string& end = "",
+                                    int64_t rev = 0);
+etcdserverpb::RequestOp OpRange(const std::string& key, const std::string& end = "",
+                                int64_t rev = 0);
+etcdserverpb::RequestOp OpPut(const std::string& key, const std::string& value, int64_t lease = 0,
+                              bool prev_kv = false);
+etcdserverpb::RequestOp OpDelete(const std::string& key, const std::string& end = "",
+                                 bool prev_kv = false);
+etcdserverpb::RequestOp OpTxn(const etcdserverpb::TxnRequest& t);
+
+// Compare builders: target and result, with the value to compare against.
+etcdserverpb::Compare CmpVersion(const std::string& key, etcdserverpb::Compare::CompareResult r,
+                                 int64_t v, const std::string& end = "");
+etcdserverpb::Compare CmpCreate(const std::string& key, etcdserverpb::Compare::CompareResult r,
+                                int64_t v, const std::string& end = "");
+etcdserverpb::Compare CmpMod(const std::string& key, etcdserverpb::Compare::CompareResult r,
+                             int64_t v, const std::string& end = "");
+etcdserverpb::Compare CmpValue(const std::string& key, etcdserverpb::Compare::CompareResult r,
+                               const std::string& v, const std::string& end = "");
+etcdserverpb::Compare CmpLease(const std::string& key, etcdserverpb::Compare::CompareResult r,
+                               int64_t v, const std::string& end = "");
 
 }  // namespace etcdw::testing

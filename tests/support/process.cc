@@ -93,12 +93,12 @@ void Process::Kill() {
   pid_ = -1;
 }
 
-int RunCommand(const std::vector<std::string>& argv, std::string* output,
-               std::chrono::milliseconds timeout, const std::string& stdin_data) {
-  TempDir dir;
-  std::string out_path = dir.File("out");
-  std::string in_path = dir.File("in");
-  WriteFile(in_path, stdin_data);
+namespace {
+// Runs argv with stdin from `stdin_data`; stdout goes to out_path, stderr to err_path (or to
+// stdout when err_path is empty).
+int Spawn(const std::vector<std::string>& argv, const std::string& in_path,
+          const std::string& out_path, const std::string& err_path,
+          std::chrono::milliseconds timeout, std::string* spawn_error) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -106,32 +106,57 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output,
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, in_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (err_path.empty()) {
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
   pid_t pid;
   int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
-    if (output) *output = std::string("spawn failed: ") + std::strerror(rc);
+    *spawn_error = std::string("spawn failed: ") + std::strerror(rc);
     return -1;
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int st = 0;
-  int result = -1;
   while (true) {
     pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) {
-      result = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      break;
-    }
+    if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     if (std::chrono::steady_clock::now() >= deadline) {
       ::kill(pid, SIGKILL);
       waitpid(pid, &st, 0);
-      result = -1;
-      break;
+      return -1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (output) *output = ReadFileOrEmpty(out_path);
+}
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& argv, std::string* output,
+               std::chrono::milliseconds timeout, const std::string& stdin_data) {
+  TempDir dir;
+  std::string out_path = dir.File("out");
+  std::string in_path = dir.File("in");
+  WriteFile(in_path, stdin_data);
+  std::string spawn_error;
+  int result = Spawn(argv, in_path, out_path, "", timeout, &spawn_error);
+  if (output) *output = spawn_error.empty() ? ReadFileOrEmpty(out_path) : spawn_error;
+  return result;
+}
+
+int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_text,
+                    std::string* stderr_text, std::chrono::milliseconds timeout,
+                    const std::string& stdin_data) {
+  TempDir dir;
+  std::string in_path = dir.File("in");
+  WriteFile(in_path, stdin_data);
+  std::string spawn_error;
+  int result = Spawn(argv, in_path, dir.File("out"), dir.File("err"), timeout, &spawn_error);
+  if (stdout_text) *stdout_text = ReadFileOrEmpty(dir.File("out"));
+  if (stderr_text) {
+    *stderr_text = spawn_error.empty() ? ReadFileOrEmpty(dir.File("err")) : spawn_error;
+  }
   return result;
 }
 
@@ -174,6 +199,8 @@ std::string ReadFileOrEmpty(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 bool WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -40,6 +40,16 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output,
                std::chrono::milliseconds timeout = std::chrono::seconds(30),
                const std::string& stdin_data = "");
 
+// Like RunCommand, but keeps stdout and stderr apart (either pointer may be null).
+int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_text,
+                    std::string* stderr_text,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                    const std::string& stdin_data = "");
+
+// Polls `cond` every 10 ms until it holds or `timeout` passes; returns its last value.
+template <typename Cond>
+bool WaitFor(Cond cond, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
 class TempDir {
  public:
   TempDir();
@@ -56,6 +66,17 @@ class TempDir {
 int FreePort();
 
 std::string ReadFileOrEmpty(const std::string& path);
+void SleepMs(int ms);
 bool WriteFile(const std::string& path, const std::string& content);
+
+template <typename Cond>
+bool WaitFor(Cond cond, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= deadline) return cond();
+    SleepMs(10);
+  }
+  return true;
+}
 
 }  // namespace etcdw::testing

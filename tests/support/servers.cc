@@ -106,6 +106,7 @@ bool Member::Start(const Settings& extra, std::chrono::milliseconds timeout) {
     std::string path = dir_.File("config-" + std::to_string(++starts_) + ".yaml");
     WriteFile(path, yaml);
     argv = {EtcdWrapperBinary(), "--config", path};
+    argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   }
   if (!proc_.Start(argv, dir_.File("member.log"), {"ETCD_UNSUPPORTED_ARCH=", "ETCDCTL_API=3"})) {
     return false;

@@ -56,6 +56,10 @@ class Member {
   void Kill();  // SIGKILL
   bool Running() { return proc_.Running(); }
   Process& process() { return proc_; }
+  // Extra etcd-wrapper arguments appended after "--config FILE" by later Starts (ignored for
+  // etcd), e.g. {"--exit-code-file", path}.
+  void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
+  int client_port() const { return client_port_; }
 
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
   std::string url() const { return "http://" + endpoint(); }
@@ -77,6 +81,7 @@ class Member {
   Process proc_;
   std::unique_ptr<Client> client_;
   int starts_ = 0;
+  std::vector<std::string> extra_args_;
 };
 
 // Path of the etcd-wrapper binary under test.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "etcdw/internal.pb.h"
@@ -28,6 +29,9 @@ struct ApplierDeps {
   WaitRegistry* waits = nullptr;
   Quota* quota = nullptr;
   int64_t min_lease_ttl = 2;  // seconds
+  // Called when an applied request exceeded the space quota. The alarm must be raised through
+  // the log (a proposal), never by the apply itself: sizes differ between members.
+  std::function<void()> on_quota_exceeded;
 };
 
 class Applier {
@@ -38,6 +42,8 @@ class Applier {
   // skipped, so replay after a crash is idempotent. A storage failure is returned and must
   // stop the member: the state machine cannot continue past an entry it failed to apply.
   Status Apply(const std::vector<raftpb::Entry>& entries);
+  // The index of the last applied entry (published before results are delivered).
+  uint64_t AppliedIndex() const { return d_.kv->ConsistentIndex(); }
 
  private:
   struct Effects {
@@ -45,6 +51,8 @@ class Applier {
     std::vector<int64_t> revoked;
   };
   ApplyResult ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req, Effects& fx);
+  // The request was applied but exceeded the quota: etcd answers NoSpace.
+  ApplyResult QuotaExceeded();
 
   ApplierDeps d_;
 };

@@ -104,6 +104,8 @@ class EtcdServer {
   void ProposeFor(internalpb::Request req, Reply<Resp> reply);
   // Raises NOSPACE and returns NoSpace when `cost` does not fit the quota.
   Status CheckQuota(int64_t cost);
+  // Proposes the NOSPACE alarm for this member (no-op when it is already active).
+  void RaiseNoSpaceAlarm();
   void TickerLoop();
   void Fatal(const Status& st);
 

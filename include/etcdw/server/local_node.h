@@ -45,7 +45,9 @@ class LocalNode final : public Node {
   uint64_t Leader() const override { return running_.load() ? opts_.member_id : 0; }
   bool IsLeader() const override { return running_.load(); }
   uint64_t CommitIndex() const override { return commit_.load(); }
-  uint64_t AppliedIndex() const override { return applied_.load(); }
+  uint64_t AppliedIndex() const override { return applier_.AppliedIndex(); }
+  // Synced log writes so far: with group commit, fewer than the entries written.
+  uint64_t SyncedWrites() const { return synced_writes_.load(); }
 
  private:
   void Loop();
@@ -67,6 +69,7 @@ class LocalNode final : public Node {
   std::atomic<uint64_t> term_{0};
   std::atomic<uint64_t> commit_{0};
   std::atomic<uint64_t> applied_{0};
+  std::atomic<uint64_t> synced_writes_{0};
 };
 
 }  // namespace etcdw::server

@@ -1,0 +1,90 @@
+// Helpers shared by the end-to-end tests: running etcdctl and etcd-wrapper, parsing JSON.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "process.h"
+#include "servers.h"
+
+namespace etcdw::testing {
+
+// What a finished command produced.
+struct CmdResult {
+  int rc = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+  std::string Describe() const {
+    return "exit " + std::to_string(rc) + "\n--- stdout ---\n" + out + "--- stderr ---\n" + err;
+  }
+};
+
+// Runs etcdctl (API v3) against `endpoints` (host:port[,host:port]).
+inline CmdResult Etcdctl(const std::string& endpoints, const std::vector<std::string>& args,
+                         const std::string& input = "",
+                         std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  std::vector<std::string> argv = {"etcdctl", "--endpoints=" + endpoints,
+                                   "--command-timeout=20s"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CmdResult r;
+  r.rc = RunCommandSplit(argv, &r.out, &r.err, timeout, input);
+  return r;
+}
+
+inline CmdResult Etcdctl(const Member& m, const std::vector<std::string>& args,
+                         const std::string& input = "") {
+  return Etcdctl(m.endpoint(), args, input);
+}
+
+// Runs etcd-wrapper with `args` to completion.
+inline CmdResult RunWrapper(const std::vector<std::string>& args,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  std::vector<std::string> argv = {EtcdWrapperBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CmdResult r;
+  r.rc = RunCommandSplit(argv, &r.out, &r.err, timeout);
+  return r;
+}
+
+// Parses JSON, failing the test (and returning null) when the text is not JSON.
+inline nlohmann::json ParseJson(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << text;
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
+// Every line of `text` that parses as a JSON object.
+inline std::vector<nlohmann::json> JsonLines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    auto j = nlohmann::json::parse(text.substr(start, end - start), nullptr, false);
+    if (!j.is_discarded() && j.is_object()) out.push_back(std::move(j));
+    start = end + 1;
+  }
+  return out;
+}
+
+// Lines of `text` (without the newlines).
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+inline bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace etcdw::testing
