@@ -5,6 +5,7 @@
 //
 // Exit codes: 0 after a graceful stop, 1 on a configuration or start-up error or an
 // unrecoverable runtime error (or a second stop signal), 2 on a command-line error.
+#include <grpc/support/log.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,7 +33,8 @@ namespace {
 using etcdw::Status;
 namespace log = etcdw::log;
 
-constexpr char kHelp[] = R"(etcd-wrapper runs an embedded, etcd v3-compatible store: the etcd v3 gRPC API
+constexpr char kHelp[] =
+    R"(etcd-wrapper runs an embedded, etcd v3-compatible store: the etcd v3 gRPC API
 (KV, Watch, Lease, Maintenance, Cluster) on a RocksDB-backed MVCC store, compatible with
 etcdctl, the etcd Go client and kube-apiserver.
 
@@ -72,9 +74,10 @@ Logs: one JSON object per line on stderr.
 )";
 
 void PrintVersion() {
-  std::printf("etcd-wrapper Version: %s\nGit SHA: %s\netcd API Version: %s\n"
-              "Compatible etcd Version: %s\n",
-              etcdw::kVersion, etcdw::kGitSha, etcdw::kEtcdApiVersion, etcdw::kEtcdVersion);
+  std::printf(
+      "etcd-wrapper Version: %s\nGit SHA: %s\netcd API Version: %s\n"
+      "Compatible etcd Version: %s\n",
+      etcdw::kVersion, etcdw::kGitSha, etcdw::kEtcdApiVersion, etcdw::kEtcdVersion);
 }
 
 // The shutdown request shared by the signal thread, the fatal-error handler and main.
@@ -99,11 +102,48 @@ struct StopRequest {
   }
 };
 
+// gRPC's own log lines (e.g. a failed bind) go through our logger, so that everything on stderr
+// stays one JSON object per line.
+void GrpcLog(gpr_log_func_args* args) {
+  std::string_view file = args->file ? args->file : "";
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
+    file.remove_prefix(slash + 1);
+  std::string where = std::string(file) + ":" + std::to_string(args->line);
+  const char* msg = args->message ? args->message : "";
+  switch (args->severity) {
+    case GPR_LOG_SEVERITY_DEBUG:
+      log::Debug("grpc", {log::F("grpc-caller", where), log::F("detail", msg)});
+      break;
+    case GPR_LOG_SEVERITY_INFO:
+      log::Info("grpc", {log::F("grpc-caller", where), log::F("detail", msg)});
+      break;
+    default:
+      // gRPC reports problems it also returns to us (a failed bind becomes a start-up error);
+      // keep them visible, but as warnings.
+      log::Warn("grpc", {log::F("grpc-caller", where), log::F("detail", msg)});
+      break;
+  }
+}
+
+// A configuration error: exactly one plain line on stderr naming the file or setting and the
+// problem (nothing has been logged yet); exit status 1.
+int ConfigError(const std::string& error) {
+  std::fprintf(stderr, "etcd-wrapper: %s\n", error.c_str());
+  return 1;
+}
+
+// A failure once the member is starting (and logging): one JSON error line; exit status 1.
+int StartupError(std::string_view what, const std::string& error) {
+  log::Error(what, {log::F("error", error)});
+  return 1;
+}
+
 void WriteExitCodeFile(const std::string& path, const char* name) {
   std::ofstream out(path, std::ios::trunc);
   if (out) out << name;
   if (!out) {
-    log::Error("cannot write exit code file", {log::F("path", path), log::F("error", std::strerror(errno))});
+    log::Error("cannot write exit code file",
+               {log::F("path", path), log::F("error", std::strerror(errno))});
     return;
   }
   out.close();
@@ -112,33 +152,45 @@ void WriteExitCodeFile(const std::string& path, const char* name) {
 
 int RunConfigMode(const std::string& config_path, const std::string& log_level_flag,
                   const std::string& exit_code_file, sigset_t stop_signals) {
+  // The config file names the log level, and loading it logs about its keys: load it once
+  // silently to learn the level (the flag wins), then again at that level.
+  log::SetLevel(log::Level::kOff);
   auto cfg = etcdw::common::LoadConfigFile(config_path);
-  if (!cfg.ok()) {
-    log::Error("invalid configuration", {log::F("error", cfg.status().message())});
-    std::fprintf(stderr, "etcd-wrapper: %s\n", cfg.status().message().c_str());
-    return 1;
-  }
-  std::string level = log_level_flag.empty() ? cfg->log_level : log_level_flag;
+  std::string level = !log_level_flag.empty() ? log_level_flag : cfg.ok() ? cfg->log_level : "";
   auto lvl = log::ParseLevel(level);
-  if (!lvl.ok()) {
-    std::fprintf(stderr, "etcd-wrapper: log-level: %s\n", lvl.status().message().c_str());
-    return 1;
-  }
-  log::SetLevel(lvl.value());
-  if (Status st = etcdw::common::PrepareDataDir(*cfg); !st.ok()) {
-    log::Error("invalid configuration", {log::F("error", st.message())});
-    std::fprintf(stderr, "etcd-wrapper: %s\n", st.message().c_str());
-    return 1;
-  }
+  log::SetLevel(lvl.ok() ? lvl.value() : log::Level::kInfo);
+  if (cfg.ok()) cfg = etcdw::common::LoadConfigFile(config_path);
+  if (!cfg.ok()) return ConfigError(cfg.status().message());
+  if (!lvl.ok()) return ConfigError("log-level: " + lvl.status().message());
+  log::Debug(
+      "configuration loaded",
+      {log::F("path", config_path), log::F("name", cfg->name), log::F("data-dir", cfg->data_dir),
+       log::F("listen-client-urls", etcdw::common::JoinUrls(cfg->listen_client_urls)),
+       log::F("advertise-client-urls", etcdw::common::JoinUrls(cfg->advertise_client_urls)),
+       log::F("quota-backend-bytes", cfg->EffectiveQuotaBytes()),
+       log::F("snapshot-count", cfg->snapshot_count),
+       log::F("heartbeat-interval-ms", static_cast<int64_t>(cfg->heartbeat_interval.count())),
+       log::F("election-timeout-ms", static_cast<int64_t>(cfg->election_timeout.count())),
+       log::F("auto-compaction-mode", cfg->auto_compaction_mode),
+       log::F("auto-compaction-retention", cfg->auto_compaction_retention),
+       log::F("log-level", level)});
+  if (Status st = etcdw::common::PrepareDataDir(*cfg); !st.ok()) return ConfigError(st.message());
 
   StopRequest stop;
   // Signals are handled on a dedicated thread; every other thread has them blocked.
-  std::thread signals([&stop, &exit_code_file, stop_signals] {
+  std::atomic<bool> main_done{false};
+  std::thread signals([&stop, &exit_code_file, &main_done, stop_signals] {
     int count = 0;
     while (true) {
       int sig = 0;
       if (sigwait(&stop_signals, &sig) != 0) continue;
-      if (sig == SIGUSR1) return;  // main is done
+      if (sig == SIGUSR1) {
+        // Main's wake-up when it is done; a SIGUSR1 from outside is ignored (returning then
+        // would leave SIGTERM and SIGINT blocked in every thread, unanswered).
+        if (main_done.load()) return;
+        log::Debug("ignoring SIGUSR1");
+        continue;
+      }
       const char* name = sig == SIGTERM ? "terminated" : "interrupt";
       if (++count > 1) {
         log::Warn("second stop signal, exiting immediately", {log::F("signal", name)});
@@ -150,31 +202,27 @@ int RunConfigMode(const std::string& config_path, const std::string& log_level_f
     }
   });
   auto finish_signals = [&] {
+    main_done.store(true);
     pthread_kill(signals.native_handle(), SIGUSR1);
     signals.join();
   };
 
   auto server = etcdw::server::EtcdServer::Open(*cfg);
   if (!server.ok()) {
-    log::Error("cannot open the store", {log::F("error", server.status().message())});
-    std::fprintf(stderr, "etcd-wrapper: %s\n", server.status().message().c_str());
     finish_signals();
-    return 1;
+    return StartupError("cannot open the store", server.status().message());
   }
   (*server)->SetFatalHandler([&stop](const Status& st) { stop.Request(1, st.ToString()); });
   if (Status st = (*server)->Start(); !st.ok()) {
-    log::Error("cannot start the member", {log::F("error", st.message())});
-    std::fprintf(stderr, "etcd-wrapper: %s\n", st.message().c_str());
+    (*server)->Stop();
     finish_signals();
-    return 1;
+    return StartupError("cannot start the member", st.message());
   }
   auto grpc = etcdw::server::GrpcServer::Start(**server);
   if (!grpc.ok()) {
-    log::Error("cannot serve clients", {log::F("error", grpc.status().message())});
-    std::fprintf(stderr, "etcd-wrapper: %s\n", grpc.status().message().c_str());
     (*server)->Stop();
     finish_signals();
-    return 1;
+    return StartupError("cannot serve clients", grpc.status().message());
   }
   log::Info("etcd server is now ready to serve client requests",
             {log::F("client-urls", etcdw::common::JoinUrls(cfg->listen_client_urls))});
@@ -203,6 +251,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  gpr_set_log_function(GrpcLog);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "start-etcd") {
@@ -220,7 +269,7 @@ int main(int argc, char** argv) {
   flags.String("log-level", &log_level, "", "log level: debug, info, warn or error");
   flags.Int("etcd-wrapper-port", &wrapper_port, 9095, "port of the wrapper's readiness endpoint");
   flags.String("exit-code-file", &exit_code_file, "/var/etcd/data/exit_code",
-                "file recording the signal that stopped the process");
+               "file recording the signal that stopped the process");
   flags.Bool("version", &version, false, "print version information");
   auto parsed = flags.Parse(args);
   if (parsed.outcome == etcdw::common::FlagSet::Outcome::kHelp) {

@@ -4,8 +4,10 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -114,7 +116,8 @@ void ParseTls(const YAML::Node& n, TlsConfig& tls, const std::string& parent) {
   if (!n.IsMap()) throw std::runtime_error("expected a map of TLS settings");
   for (auto it = n.begin(); it != n.end(); ++it) {
     std::string key = it->first.Scalar();
-    const YAML::Node& v = it->second;
+    // A copy: the iterator's `->` yields a temporary, a reference would dangle.
+    const YAML::Node v = it->second;
     if (key == "cert-file") tls.cert_file = std::string(Trim(Scalar(v)));
     else if (key == "key-file") tls.key_file = std::string(Trim(Scalar(v)));
     else if (key == "trusted-ca-file") tls.trusted_ca_file = std::string(Trim(Scalar(v)));
@@ -147,34 +150,55 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text,
                                                 std::chrono::milliseconds bare_unit) {
   std::string s(Trim(text));
   if (s.empty()) return InvalidArgument("empty duration");
+  const auto invalid = [&s] { return InvalidArgument("invalid duration \"" + s + "\""); };
   bool all_digits = s.find_first_not_of("0123456789") == std::string::npos;
   if (all_digits) {
     int64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v);
-    return std::chrono::milliseconds(v * bare_unit.count());
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) return invalid();
+    int64_t ms = 0;
+    if (__builtin_mul_overflow(v, bare_unit.count(), &ms)) return invalid();
+    return std::chrono::milliseconds(ms);
   }
-  // Go duration: sequence of <decimal><unit>, units ns us µs ms s m h.
-  double total_ms = 0;
+  // Go duration: sequence of <decimal><unit>, units ns us µs ms s m h. Computed exactly in
+  // nanoseconds (as Go does), then truncated to milliseconds.
+  constexpr int64_t kMaxNs = INT64_MAX;
+  unsigned __int128 total_ns = 0;
   size_t i = 0;
   while (i < s.size()) {
-    size_t start = i;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-    if (start == i) return InvalidArgument("invalid duration \"" + s + "\"");
-    double num = std::strtod(s.substr(start, i - start).c_str(), nullptr);
+    uint64_t whole = 0, frac = 0, scale = 1;
+    bool digits = false;
+    for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+      if (whole > (UINT64_MAX - 9) / 10) return invalid();
+      whole = whole * 10 + static_cast<uint64_t>(s[i] - '0');
+      digits = true;
+    }
+    if (i < s.size() && s[i] == '.') {
+      for (++i; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+        if (scale <= UINT64_MAX / 100) {  // further digits are below a nanosecond
+          frac = frac * 10 + static_cast<uint64_t>(s[i] - '0');
+          scale *= 10;
+        }
+        digits = true;
+      }
+    }
+    if (!digits) return invalid();
     size_t ustart = i;
     while (i < s.size() && !std::isdigit(static_cast<unsigned char>(s[i])) && s[i] != '.') ++i;
     std::string unit = s.substr(ustart, i - ustart);
-    double mult;
-    if (unit == "ns") mult = 1e-6;
-    else if (unit == "us" || unit == "\xC2\xB5s") mult = 1e-3;
-    else if (unit == "ms") mult = 1;
-    else if (unit == "s") mult = 1000;
-    else if (unit == "m") mult = 60000;
-    else if (unit == "h") mult = 3600000;
+    uint64_t unit_ns;
+    if (unit == "ns") unit_ns = 1;
+    else if (unit == "us" || unit == "\xC2\xB5s") unit_ns = 1000;
+    else if (unit == "ms") unit_ns = 1000000;
+    else if (unit == "s") unit_ns = 1000000000;
+    else if (unit == "m") unit_ns = 60000000000;
+    else if (unit == "h") unit_ns = 3600000000000;
     else return InvalidArgument("invalid duration \"" + s + "\": unknown unit \"" + unit + "\"");
-    total_ms += num * mult;
+    total_ns += static_cast<unsigned __int128>(whole) * unit_ns +
+                static_cast<unsigned __int128>(frac) * unit_ns / scale;
+    if (total_ns > static_cast<unsigned __int128>(kMaxNs)) return invalid();
   }
-  return std::chrono::milliseconds(static_cast<int64_t>(total_ms));
+  return std::chrono::milliseconds(static_cast<int64_t>(total_ns / 1000000));
 }
 
 Result<EtcdConfig> ParseConfig(const std::string& yaml_text, const std::string& source) {
@@ -278,7 +302,8 @@ Status ValidateConfig(const EtcdConfig& cfg) {
   if (cfg.heartbeat_interval.count() <= 0) {
     return InvalidArgument("heartbeat-interval: must be greater than 0");
   }
-  if (cfg.election_timeout < 5 * cfg.heartbeat_interval) {
+  // Compared by division: 5 * heartbeat-interval may not fit in 64 bits.
+  if (cfg.heartbeat_interval.count() > cfg.election_timeout.count() / 5) {
     return InvalidArgument("election-timeout: " + std::to_string(cfg.election_timeout.count()) +
                            "ms should be at least 5 times heartbeat-interval (" +
                            std::to_string(cfg.heartbeat_interval.count()) + "ms)");
@@ -351,8 +376,17 @@ Result<EtcdConfig> LoadConfigFile(const std::string& path) {
   if (!in) {
     return InvalidArgument("config file \"" + path + "\": cannot be read: " + std::strerror(errno));
   }
+  // An ifstream opens a directory without complaint and then reads nothing, which would pass
+  // for an empty config (every default).
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return InvalidArgument("config file \"" + path + "\": cannot be read: Is a directory");
+  }
   std::stringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) {
+    return InvalidArgument("config file \"" + path + "\": cannot be read: " + std::strerror(errno));
+  }
   return ParseConfig(ss.str(), "config file \"" + path + "\"");
 }
 

@@ -1,25 +1,32 @@
 #include "etcdw/common/flags.h"
 
-#include <cerrno>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <sstream>
 
 #include "etcdw/common/config.h"
+#include "etcdw/common/url.h"
 
 namespace etcdw::common {
 
 bool ParseGoDuration(const std::string& text, std::chrono::milliseconds* out) {
-  if (text == "0") {
-    *out = std::chrono::milliseconds(0);
-    return true;
-  }
-  if (text.empty() || text.find_first_not_of("0123456789") == std::string::npos) return false;
+  // time.ParseDuration: [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+ or a bare [-+]?0.
   std::string s = text;
   bool neg = false;
-  if (s[0] == '-' || s[0] == '+') {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
     neg = s[0] == '-';
     s = s.substr(1);
   }
+  if (s == "0") {
+    *out = std::chrono::milliseconds(0);
+    return true;
+  }
+  // A unit is required otherwise; ParseDuration would read bare digits in its own unit, and
+  // it trims blanks, which Go does not accept.
+  if (s.empty() || s.find_first_not_of("0123456789") == std::string::npos) return false;
+  if (Trim(s).size() != s.size()) return false;
   auto d = ParseDuration(s, std::chrono::milliseconds(1));
   if (!d.ok()) return false;
   *out = neg ? -d.value() : d.value();
@@ -48,31 +55,87 @@ std::string FormatGoDuration(std::chrono::milliseconds d) {
 }
 
 namespace {
-bool ParseGoInt(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  std::string t;
-  for (char c : s) {
-    if (c != '_') t.push_back(c);
+
+const char kParseError[] = "parse error";
+const char kRangeError[] = "value out of range";
+
+// Go's underscoreOK: underscores may only separate digits, or a base prefix and a digit.
+bool UnderscoresOk(std::string_view s) {
+  char saw = '^';  // ^ start, 0 digit or base prefix, _ underscore, ! anything else
+  size_t i = 0;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  bool hex = false;
+  if (s.size() >= 2 && s[0] == '0') {
+    char p = static_cast<char>(std::tolower(static_cast<unsigned char>(s[1])));
+    if (p == 'b' || p == 'o' || p == 'x') {
+      i = 2;
+      saw = '0';
+      hex = p == 'x';
+    }
   }
+  for (; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (std::isdigit(c) || (hex && std::isxdigit(c))) {
+      saw = '0';
+    } else if (c == '_') {
+      if (saw != '0') return false;
+      saw = '_';
+    } else {
+      if (saw == '_') return false;
+      saw = '!';
+    }
+  }
+  return saw != '_';
+}
+
+// strconv.ParseInt(s, 0, 64): optional sign, base from the prefix (0x, 0o, 0b, or 0 for
+// octal), underscores between digits. On failure `err` is Go's flag error text.
+bool ParseGoInt(const std::string& s, int64_t* out, std::string* err) {
+  *err = kParseError;
   size_t i = 0;
   bool neg = false;
-  if (t[0] == '-' || t[0] == '+') {
-    neg = t[0] == '-';
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    neg = s[0] == '-';
     i = 1;
   }
-  int base = 10;
-  if (t.size() > i + 1 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) base = 16, i += 2;
-  else if (t.size() > i + 1 && t[i] == '0' && (t[i + 1] == 'b' || t[i + 1] == 'B')) base = 2, i += 2;
-  else if (t.size() > i + 1 && t[i] == '0' && (t[i + 1] == 'o' || t[i + 1] == 'O')) base = 8, i += 2;
-  else if (t.size() > i + 1 && t[i] == '0') base = 8, i += 1;
-  if (i >= t.size()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(t.c_str() + i, &end, base);
-  if (errno != 0 || *end != '\0' || t[i] == '-' || t[i] == '+') return false;
-  *out = neg ? -v : v;
+  uint64_t base = 10;
+  bool digits_seen = false;  // the "0" of an octal prefix is itself a digit
+  if (s.size() > i + 1 && s[i] == '0') {
+    char p = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i + 1])));
+    if (p == 'x' || p == 'o' || p == 'b') {
+      base = p == 'x' ? 16 : p == 'o' ? 8 : 2;
+      i += 2;
+    } else {
+      base = 8;
+      i += 1;
+      digits_seen = true;
+    }
+  }
+  if (!UnderscoresOk(s)) return false;
+  const uint64_t limit = neg ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
+  uint64_t v = 0;
+  bool overflow = false;
+  for (; i < s.size(); ++i) {
+    if (s[i] == '_') continue;
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    uint64_t d;
+    if (std::isdigit(c)) d = c - '0';
+    else if (std::isalpha(c)) d = static_cast<uint64_t>(std::tolower(c) - 'a' + 10);
+    else return false;
+    if (d >= base) return false;
+    digits_seen = true;
+    if (v > (limit - d) / base) overflow = true;
+    else v = v * base + d;
+  }
+  if (!digits_seen) return false;
+  if (overflow) {
+    *err = kRangeError;
+    return false;
+  }
+  *out = neg ? static_cast<int64_t>(~v + 1) : static_cast<int64_t>(v);
   return true;
 }
+
 }  // namespace
 
 void FlagSet::String(const std::string& name, std::string* target, const std::string& def,
@@ -90,10 +153,7 @@ void FlagSet::Int(const std::string& name, int64_t* target, int64_t def, const s
   flags_[name] = Flag{"int", usage, def == 0 ? "" : std::to_string(def), false,
                       [target](const std::string& v, std::string* err) {
                         int64_t x;
-                        if (!ParseGoInt(v, &x)) {
-                          *err = "parse error";
-                          return false;
-                        }
+                        if (!ParseGoInt(v, &x, err)) return false;
                         *target = x;
                         return true;
                       }};
@@ -199,9 +259,15 @@ FlagSet::ParseResult FlagSet::Parse(const std::vector<std::string>& args) {
 std::string FlagSet::Usage() const {
   std::ostringstream out;
   for (const auto& [name, f] : flags_) {
-    out << "  -" << name;
-    if (!f.type.empty()) out << " " << f.type;
-    out << "\n    \t" << f.usage;
+    std::string head = "  -" + name;
+    if (!f.type.empty()) head += " " + f.type;
+    out << head;
+    // Go puts the usage of one-letter bool flags on the same line.
+    out << (head.size() <= 4 ? "\t" : "\n    \t");
+    for (char c : f.usage) {
+      out << c;
+      if (c == '\n') out << "    \t";
+    }
     if (!f.def_text.empty()) out << " (default " << f.def_text << ")";
     out << "\n";
   }

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -65,13 +67,47 @@ std::string_view ShortFile(std::string_view path) {
 }  // namespace
 
 Result<Level> ParseLevel(std::string_view name) {
-  if (name == "debug") return Level::kDebug;
-  if (name == "info" || name.empty()) return Level::kInfo;
-  if (name == "warn" || name == "warning") return Level::kWarn;
-  if (name == "error" || name == "dpanic" || name == "panic" || name == "fatal") return Level::kError;
+  // zap accepts each name in lower or upper case (and tries lower case as a fallback).
+  std::string n(name);
+  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "debug") return Level::kDebug;
+  if (n == "info" || n.empty()) return Level::kInfo;
+  if (n == "warn" || n == "warning") return Level::kWarn;
+  if (n == "error" || n == "dpanic" || n == "panic" || n == "fatal") return Level::kError;
   return InvalidArgument("unknown log level '" + std::string(name) +
                          "' (want debug, info, warn, error, dpanic, panic or fatal)");
 }
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF), or 0 if there is none.
+size_t Utf8SequenceLength(std::string_view s) {
+  auto byte = [&s](size_t i) { return static_cast<unsigned char>(s[i]); };
+  unsigned char c = byte(0);
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong below U+0800
+    if (c == 0xED) hi = 0x9F;  // surrogates U+D800..U+DFFF
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong below U+10000
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < len || byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if ((byte(k) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+}  // namespace
 
 void AppendJsonString(std::string& out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
@@ -93,19 +129,12 @@ void AppendJsonString(std::string& out, std::string_view s) {
       out += "\\u00"; out.push_back(kHex[c >> 4]); out.push_back(kHex[c & 15]); ++i;
     } else if (c < 0x80) {
       out.push_back(static_cast<char>(c)); ++i;
+    } else if (size_t len = Utf8SequenceLength(s.substr(i)); len > 0) {
+      // A well-formed sequence is copied; anything else is escaped one byte at a time.
+      out.append(s.substr(i, len));
+      i += len;
     } else {
-      // Validate one UTF-8 sequence; copy it if valid, escape the lead byte otherwise.
-      int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-      bool valid = len > 0 && i + len <= s.size();
-      for (int k = 1; valid && k < len; ++k) {
-        valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-      }
-      if (valid) {
-        out.append(s.substr(i, len));
-        i += len;
-      } else {
-        out += "\\u00"; out.push_back(kHex[c >> 4]); out.push_back(kHex[c & 15]); ++i;
-      }
+      out += "\\u00"; out.push_back(kHex[c >> 4]); out.push_back(kHex[c & 15]); ++i;
     }
   }
   out.push_back('"');
@@ -124,6 +153,9 @@ Field F(std::string_view key, int value) { return {std::string(key), std::to_str
 Field F(std::string_view key, unsigned value) { return {std::string(key), std::to_string(value)}; }
 Field F(std::string_view key, bool value) { return {std::string(key), value ? "true" : "false"}; }
 Field F(std::string_view key, double value) {
+  // JSON has no NaN or infinities; zap writes them as these strings.
+  if (std::isnan(value)) return {std::string(key), "\"NaN\""};
+  if (std::isinf(value)) return {std::string(key), value > 0 ? "\"+Inf\"" : "\"-Inf\""};
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", value);
   return {std::string(key), buf};

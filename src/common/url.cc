@@ -48,11 +48,12 @@ Result<Url> ParseUrl(std::string_view raw) {
     return InvalidArgument("URL scheme must be http or https: " + quoted);
   }
   std::string_view rest = text.substr(sep + 3);
-  size_t path = rest.find_first_of("/?#");
-  if (path != std::string_view::npos) {
-    std::string_view tail = rest.substr(path);
-    if (tail != "/" ) return InvalidArgument("URL must not contain a path: " + quoted);
-    rest = rest.substr(0, path);
+  // As etcd, any path (even "/") is refused; a query or fragment, which etcd silently
+  // ignores, is refused too as it can only be a mistake.
+  size_t suffix = rest.find_first_of("/?#");
+  if (suffix != std::string_view::npos) {
+    if (rest[suffix] == '/') return InvalidArgument("URL must not contain a path: " + quoted);
+    return InvalidArgument("URL must not contain a query or fragment: " + quoted);
   }
   if (rest.find('@') != std::string_view::npos) {
     return InvalidArgument("URL must not contain user information: " + quoted);

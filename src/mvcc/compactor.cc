@@ -39,10 +39,12 @@ void Compactor::Schedule(int64_t rev) {
   cv_.notify_all();
 }
 
-bool Compactor::WaitFinished(int64_t rev) {
+Status Compactor::WaitFinished(int64_t rev) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return stop_ || finished_ >= rev; });
-  return finished_ >= rev;
+  cv_.wait(lock, [&] { return stop_ || finished_ >= rev || failed_rev_ >= rev; });
+  if (finished_ >= rev) return Status::Ok();
+  if (failed_rev_ >= rev) return failure_;
+  return Unavailable("compactor stopped");
 }
 
 void Compactor::Run() {
@@ -64,6 +66,9 @@ void Compactor::Run() {
       finished_ = rev;
       log::Info("compaction finished", {log::F("compact-revision", rev)});
     } else if (!stop_) {
+      // Waiters learn of the failure; the work is retried at the next compaction or start.
+      failed_rev_ = rev;
+      failure_ = st.WithContext("compaction to revision " + std::to_string(rev));
       log::Error("compaction failed", {log::F("compact-revision", rev), log::F("error", st)});
     }
     cv_.notify_all();

@@ -34,12 +34,17 @@ Result<HistoryResult> ReadHistory(const KvStore& store, int64_t from, int64_t to
     std::string_view val = rit->value();
     if (rit->key().size() != 16 || val.empty()) return DataLoss("revision log entry is corrupt");
     Revision r = DecodeRevisionKey(rit->key());
+    std::string_view key = val.substr(1);
+    bool is_delete = static_cast<ChangeKind>(val[0]) == ChangeKind::kDelete;
+    // At the compaction revision (from >= compact_rev, so no lower) the compactor removes
+    // deletions and every older version, possibly while we read: answer as if it had finished,
+    // so that the result does not depend on its progress.
+    const bool at_compaction = r.main <= out.compact_rev;
+    if (is_delete && at_compaction) continue;
     if (out.revisions.empty() || out.revisions.back().rev != r.main) {
       if (events >= max_events) break;  // stop at a revision boundary
       out.revisions.push_back(RevisionEvents{r.main, {}});
     }
-    std::string_view key = val.substr(1);
-    bool is_delete = static_cast<ChangeKind>(val[0]) == ChangeKind::kDelete;
     const std::string vkey = storage::MakeVersionedKey(key, static_cast<uint64_t>(r.main));
     kit->Seek(vkey);
     if (!kit->Valid() || kit->key() != vkey) {
@@ -60,7 +65,9 @@ Result<HistoryResult> ReadHistory(const KvStore& store, int64_t from, int64_t to
     }
     // The previous version, if it exists and is not a deletion.
     kit->Next();
-    if (kit->Valid() && storage::UserKeyOf(kit->key()) == key && !kit->value().empty()) {
+    // (None for a change at the compaction revision: older versions are compacted away.)
+    if (!at_compaction && kit->Valid() && storage::UserKeyOf(kit->key()) == key &&
+        !kit->value().empty()) {
       std::string_view v = kit->value();
       if (!ev.mutable_prev_kv()->ParseFromArray(v.data(), static_cast<int>(v.size()))) {
         return DataLoss("stored version of a key is corrupt");
@@ -70,11 +77,11 @@ Result<HistoryResult> ReadHistory(const KvStore& store, int64_t from, int64_t to
   }
   ETCDW_RETURN_IF_ERROR(rit->status());
   ETCDW_RETURN_IF_ERROR(kit->status());
-  if (!out.revisions.empty()) {
-    // Complete up to the last revision read; if the loop ended, everything to `to` was read.
-    out.next_rev = rit->Valid() ? out.revisions.back().rev + 1 : to + 1;
+  if (rit->Valid()) {
+    // Stopped by max_events: complete up to the last revision read (if any).
+    out.next_rev = out.revisions.empty() ? from : out.revisions.back().rev + 1;
   } else {
-    out.next_rev = to + 1;
+    out.next_rev = to + 1;  // the loop ended: everything up to `to` was read
   }
   return out;
 }

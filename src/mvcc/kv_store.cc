@@ -111,7 +111,7 @@ Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
 // ---------------------------------------------------------------------------------------------
 // WriteTxn
 
-int64_t WriteTxn::CompactRev() const { return store_.CompactRev(); }
+int64_t WriteTxn::CompactRev() const { return compact_rev_; }
 
 std::unique_ptr<storage::Iterator> WriteTxn::NewKeysIterator(
     const storage::ReadOptions& opts) const {
@@ -195,7 +195,8 @@ ApplyBatch::ApplyBatch(KvStore& store)
       pending_compact_rev_(store.CompactRev()) {}
 
 std::unique_ptr<WriteTxn> ApplyBatch::Begin() {
-  return std::unique_ptr<WriteTxn>(new WriteTxn(store_, batch_, pending_rev_));
+  return std::unique_ptr<WriteTxn>(
+      new WriteTxn(store_, batch_, pending_rev_, pending_compact_rev_));
 }
 
 void ApplyBatch::End(std::unique_ptr<WriteTxn> txn) {

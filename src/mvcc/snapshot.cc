@@ -117,7 +117,8 @@ Result<bool> SnapshotWriter::Next(std::string& out, size_t max_bytes) {
     it_ = engine_.NewIterator(kSnapshotColumns[0], ro);
     it_->SeekToFirst();
   }
-  while (out.size() < max_bytes) {
+  // At least one record per call, so that any max_bytes makes progress.
+  do {
     if (NextRecord(out)) continue;
     if (it_) ETCDW_RETURN_IF_ERROR(it_->status());
     std::string end(1, static_cast<char>(kEndMarker));
@@ -128,7 +129,7 @@ Result<bool> SnapshotWriter::Next(std::string& out, size_t max_bytes) {
     out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
     trailer_done_ = true;
     break;
-  }
+  } while (out.size() - start < max_bytes);
   written_ += out.size() - start;
   return true;
 }

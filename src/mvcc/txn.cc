@@ -31,11 +31,14 @@ Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadView& view, const Ran
   ro.limit = r.limit();
   ro.rev = r.revision();
   ro.count_only = r.count_only();
-  ro.keys_only = r.keys_only();
+  // Values are dropped after sorting: etcd sorts keys_only results by their values too.
+  const bool sort_by_value = r.sort_target() == RangeRequest::VALUE;
+  ro.keys_only = r.keys_only() && !sort_by_value;
   const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 ||
                         r.min_create_revision() != 0 || r.max_create_revision() != 0;
   if (r.sort_order() != RangeRequest::NONE || filtered) ro.limit = 0;  // sort/filter, then cut
-  if (ro.limit > 0) ro.limit += 1;  // one extra to learn whether there are more
+  // One extra to learn whether there are more (INT64_MAX already means "all").
+  if (ro.limit > 0 && ro.limit < INT64_MAX) ro.limit += 1;
 
   ETCDW_ASSIGN_OR_RETURN(RangeResult rr,
                          RangeKeys(view, KeyRange::FromRequest(r.key(), r.range_end()), ro));
@@ -51,7 +54,9 @@ Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadView& view, const Ran
 
   auto order = r.sort_order();
   if (r.sort_target() != RangeRequest::KEY && order == RangeRequest::NONE) order = RangeRequest::ASCEND;
-  if (order != RangeRequest::NONE) {
+  // An order etcd does not know (neither ASCEND nor DESCEND) fetches everything but sorts
+  // nothing, as etcd does.
+  if (order == RangeRequest::ASCEND || order == RangeRequest::DESCEND) {
     bool desc = order == RangeRequest::DESCEND;
     switch (r.sort_target()) {
       case RangeRequest::KEY:
@@ -82,7 +87,10 @@ Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadView& view, const Ran
   resp.mutable_header()->set_revision(rr.rev);
   resp.set_count(rr.count);
   resp.mutable_kvs()->Reserve(static_cast<int>(kvs.size()));
-  for (auto& kv : kvs) *resp.add_kvs() = std::move(kv);
+  for (auto& kv : kvs) {
+    if (r.keys_only()) kv.clear_value();
+    *resp.add_kvs() = std::move(kv);
+  }
   return resp;
 }
 

@@ -120,6 +120,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
           break;
         }
         case etcdserverpb::AlarmRequest::DEACTIVATE: {
+          d_.quota->Refresh();  // writes resume: judge them on the current size
           auto m = d_.alarms->Deactivate(batch.batch(), a.memberid(), a.alarm());
           if (m) {
             *resp.add_alarms() = *m;
@@ -162,7 +163,11 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
       return DataLoss("log entry " + std::to_string(e.index()) + " does not hold a valid request");
     }
     ApplyResult r = ApplyRequest(*batch, req, fx);
-    if (r.status.code() == Code::kDataLoss) return r.status.WithContext("apply");
+    // DataLoss from the store stops the member; the CORRUPT alarm's answer to clients has the
+    // same code but is an ordinary result (a client may raise that alarm).
+    if (r.status.code() == Code::kDataLoss && r.status != errors::Corrupt()) {
+      return r.status.WithContext("apply");
+    }
     results.emplace_back(req.id(), std::move(r));
   }
   if (last == applied) return Status::Ok();

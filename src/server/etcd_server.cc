@@ -177,10 +177,21 @@ void EtcdServer::ProposeFor(internalpb::Request req, Reply<Resp> reply) {
   });
 }
 
-Status EtcdServer::CheckQuota(int64_t cost) {
-  if (quota_->Available(cost)) return Status::Ok();
-  RaiseNoSpaceAlarm();
-  return errors::NoSpace();
+bool EtcdServer::OverQuota(int64_t cost, std::function<void(Status)> reply) {
+  if (quota_->Available(cost)) return false;
+  if (alarms_->Active(etcdserverpb::NOSPACE)) {
+    reply(errors::NoSpace());
+    return true;
+  }
+  // Like etcd, answer only once the alarm is applied, so that a client that saw the error also
+  // sees the alarm.
+  internalpb::Request req;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(member_id());
+  a->set_alarm(etcdserverpb::NOSPACE);
+  Propose(std::move(req), [reply = std::move(reply)](ApplyResult) { reply(errors::NoSpace()); });
+  return true;
 }
 
 void EtcdServer::RaiseNoSpaceAlarm() {
@@ -209,7 +220,7 @@ void EtcdServer::Range(const etcdserverpb::RangeRequest& r,
 }
 
 void EtcdServer::Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply) {
-  if (Status st = CheckQuota(Quota::Cost(r)); !st.ok()) return reply(st);
+  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
   if (Status st = mvcc::CheckPutRequest(r); !st.ok()) return reply(st);
   internalpb::Request req;
   *req.mutable_put() = r;
@@ -225,7 +236,7 @@ void EtcdServer::DeleteRange(const etcdserverpb::DeleteRangeRequest& r,
 }
 
 void EtcdServer::Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnResponse> reply) {
-  if (Status st = CheckQuota(Quota::Cost(r)); !st.ok()) return reply(st);
+  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
   if (Status st = mvcc::CheckTxnRequest(r, static_cast<int64_t>(cfg_.max_txn_ops)); !st.ok()) {
     return reply(st);
   }
@@ -259,7 +270,9 @@ void EtcdServer::Compact(const etcdserverpb::CompactionRequest& r,
     // Wait for the deletion off the apply thread.
     int64_t rev = ar.compaction;
     tasks_->Submit([this, rev, resp = std::move(resp), reply]() mutable {
-      if (!compactor_->WaitFinished(rev)) return reply(errors::Stopped());
+      Status st = compactor_->WaitFinished(rev);
+      if (st.code() == Code::kUnavailable) return reply(errors::Stopped());
+      if (!st.ok()) return reply(st);
       resp.mutable_header()->set_revision(kv_->Rev());
       reply(std::move(resp));
     });
@@ -271,7 +284,7 @@ void EtcdServer::Compact(const etcdserverpb::CompactionRequest& r,
 
 void EtcdServer::LeaseGrant(const etcdserverpb::LeaseGrantRequest& r,
                             Reply<etcdserverpb::LeaseGrantResponse> reply) {
-  if (Status st = CheckQuota(Quota::Cost(r)); !st.ok()) return reply(st);
+  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
   internalpb::Request req;
   *req.mutable_lease_grant() = r;
   while (req.lease_grant().id() == 0) {
@@ -355,6 +368,7 @@ void EtcdServer::Defragment(Reply<etcdserverpb::DefragmentResponse> reply) {
   tasks_->Submit([this, reply] {
     log::Info("defragmenting", {log::F("size-before", engine_->SizeOnDisk())});
     Status st = engine_->CompactAll();
+    quota_->Refresh();
     if (!st.ok()) return reply(st);
     log::Info("defragmented", {log::F("size-after", engine_->SizeOnDisk())});
     etcdserverpb::DefragmentResponse resp;
@@ -405,7 +419,11 @@ void EtcdServer::OpenSnapshot(
 etcdserverpb::MemberListResponse EtcdServer::MemberList() {
   etcdserverpb::MemberListResponse resp;
   for (const auto& m : cluster_.members) m.ToProto(resp.add_members());
-  FillHeader(resp.mutable_header());
+  // etcd's cluster service header carries no revision.
+  auto* h = resp.mutable_header();
+  h->set_cluster_id(cluster_.cluster_id);
+  h->set_member_id(cluster_.local_id);
+  h->set_raft_term(node_->Term());
   return resp;
 }
 

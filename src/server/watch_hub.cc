@@ -253,12 +253,16 @@ std::vector<WatchResponse> WatchHub::ResponsesFor(const Watcher& w,
                                                   int64_t rev) const {
   std::vector<WatchResponse> out;
   WatchResponse r = NewResponse(w.id, rev);
+  // etcd reads an event's previous version at mod_revision - 1 when it sends the event; once
+  // that revision is compacted the event goes out without prev_kv, whether or not the old
+  // version is still physically present here.
+  const int64_t compact_rev = w.prev_kv ? store_.CompactRev() : 0;
   for (const mvccpb::Event* ev : events) {
     if (!w.range.Contains(ev->kv().key())) continue;
     if (ev->type() == mvccpb::Event::PUT ? w.no_put : w.no_delete) continue;
     mvccpb::Event* e = r.add_events();
     *e = *ev;
-    if (!w.prev_kv) e->clear_prev_kv();
+    if (!w.prev_kv || ev->kv().mod_revision() - 1 < compact_rev) e->clear_prev_kv();
   }
   if (r.events_size() == 0) return out;
   if (!w.fragment || r.events_size() < 2 || r.ByteSizeLong() < opts_.fragment_bytes) {
@@ -364,6 +368,7 @@ bool WatchHub::CatchUpOnce() {
     uint64_t serial;
     Watcher* w;
     int64_t from;
+    mvcc::KeyRange range;  // copied: the watcher may go away while history is read unlocked
     std::shared_ptr<WatchStream> stream;
   };
   std::vector<Job> jobs;
@@ -373,12 +378,59 @@ bool WatchHub::CatchUpOnce() {
     to = rev_;
     for (Watcher* w : unsynced_) {
       if (!w->stream->HasRoom()) continue;
-      jobs.push_back({w->serial, w, w->next_rev, w->stream->shared_from_this()});
+      jobs.push_back({w->serial, w, w->next_rev, w->range, w->stream->shared_from_this()});
     }
   }
   bool progressed = false;
   for (const Job& job : jobs) {
-    auto hist = mvcc::ReadHistory(store_, job.from, to, opts_.catchup_events);
+    // Like etcd, one catch-up response holds the events of at most `catchup_revisions`
+    // revisions that touch the watcher's range (however many other revisions lie between
+    // them); history is read in chunks of about `catchup_events` events.
+    std::vector<mvccpb::Event> events;
+    int64_t next_rev = job.from;
+    int64_t revisions = 0;
+    bool compacted = false;
+    int64_t compact_rev = -1;
+    Status failure = Status::Ok();
+    while (next_rev <= to) {
+      auto hist = mvcc::ReadHistory(store_, next_rev, to, opts_.catchup_events);
+      if (!hist.ok()) {
+        failure = hist.status();
+        break;
+      }
+      if (hist->compacted) {
+        // Reported now if nothing was collected; otherwise on the next pass.
+        compacted = events.empty();
+        compact_rev = hist->compact_rev;
+        break;
+      }
+      bool full = false;
+      for (auto& rc : hist->revisions) {
+        bool touches = false;
+        for (const auto& ev : rc.events) {
+          if (job.range.Contains(ev.kv().key())) {
+            touches = true;
+            break;
+          }
+        }
+        if (touches &&
+            revisions >= static_cast<int64_t>(std::max<size_t>(1, opts_.catchup_revisions))) {
+          full = true;
+          next_rev = rc.rev;
+          break;
+        }
+        if (touches) {
+          ++revisions;
+          for (auto& ev : rc.events) {
+            if (job.range.Contains(ev.kv().key())) events.push_back(std::move(ev));
+          }
+        }
+        next_rev = rc.rev + 1;
+      }
+      if (full) break;
+      next_rev = std::max(next_rev, hist->next_rev);
+    }
+
     std::lock_guard lock(mu_);
     // The watcher may have been cancelled (and its memory reused) while we read.
     if (!unsynced_.count(job.w) || job.w->serial != job.serial || job.w->next_rev != job.from) {
@@ -386,14 +438,14 @@ bool WatchHub::CatchUpOnce() {
     }
     Watcher* w = job.w;
     WatchStream& s = *w->stream;
-    if (!hist.ok()) {
-      log::Error("watch catch-up failed", {log::F("error", hist.status())});
-      continue;
+    if (!failure.ok()) {
+      log::Error("watch catch-up failed", {log::F("error", failure)});
+      if (events.empty()) continue;  // otherwise deliver what was read; retried from there
     }
     progressed = true;
-    if (hist->compacted) {
+    if (compacted) {
       WatchResponse resp = NewResponse(w->id, 0);
-      resp.set_compact_revision(hist->compact_rev);
+      resp.set_compact_revision(compact_rev);
       resp.set_canceled(true);
       s.Enqueue(std::move(resp), true);
       w->compacted = true;
@@ -401,13 +453,12 @@ bool WatchHub::CatchUpOnce() {
       MaybeSendDeferredProgressLocked(s);
       continue;
     }
-    std::vector<const mvccpb::Event*> events;
-    for (const auto& rc : hist->revisions) {
-      for (const auto& ev : rc.events) events.push_back(&ev);
-    }
-    for (auto& r : ResponsesFor(*w, events, to)) s.Enqueue(std::move(r), true);
+    std::vector<const mvccpb::Event*> refs;
+    refs.reserve(events.size());
+    for (const auto& ev : events) refs.push_back(&ev);
+    for (auto& r : ResponsesFor(*w, refs, to)) s.Enqueue(std::move(r), true);
     if (!events.empty()) w->events_since_tick = true;
-    w->next_rev = hist->next_rev;
+    w->next_rev = next_rev;
     if (w->next_rev > rev_) {
       unsynced_.erase(w);
       w->synced = true;

@@ -64,8 +64,15 @@ Result<std::vector<raftpb::Entry>> RaftLog::Entries(uint64_t lo, uint64_t hi,
   ReadOptions ro;
   ro.upper_bound = EncodeFixed64BE(hi);
   auto it = engine_.NewIterator(Column::kRaftLog, ro);
+  // Like etcd's limitSize: the total size stays within max_bytes, except that the first entry
+  // is returned whatever its size.
   uint64_t bytes = 0, expect = lo;
+  bool limited = false;
   for (it->Seek(EncodeFixed64BE(lo)); it->Valid(); it->Next()) {
+    if (!out.empty() && bytes + it->value().size() > max_bytes) {
+      limited = true;
+      break;
+    }
     raftpb::Entry e;
     if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
         e.index() != expect) {
@@ -74,10 +81,9 @@ Result<std::vector<raftpb::Entry>> RaftLog::Entries(uint64_t lo, uint64_t hi,
     bytes += it->value().size();
     out.push_back(std::move(e));
     ++expect;
-    if (bytes > max_bytes) break;
   }
   ETCDW_RETURN_IF_ERROR(it->status());
-  if (out.empty() || (expect < hi && bytes <= max_bytes)) {
+  if (!limited && expect < hi) {
     return DataLoss("raft log entry " + std::to_string(expect) + " is missing");
   }
   return out;

@@ -50,9 +50,10 @@ TEST(ConfigTest, EveryDefault) {
 }
 
 TEST(ConfigTest, NullValuesKeepDefaults) {
-  auto cfg = ParseConfig("initial-cluster-state:\nauto-compaction-mode: ''\n"
-                         "auto-compaction-retention:\nlisten-metrics-urls: ''\n",
-                         "t");
+  auto cfg = ParseConfig(
+      "initial-cluster-state:\nauto-compaction-mode: ''\n"
+      "auto-compaction-retention:\nlisten-metrics-urls: ''\n",
+      "t");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   EXPECT_EQ(cfg->initial_cluster_state, "new");
   EXPECT_EQ(cfg->auto_compaction_mode, "periodic");
@@ -210,7 +211,8 @@ TEST(ConfigTest, BooleansInYamlSpellings) {
   for (const char* t : {"true", "True", "yes", "on"}) {
     auto cfg = ParseConfig(std::string("client-transport-security:\n  cert-file: c\n"
                                        "  key-file: k\n  trusted-ca-file: ca\n"
-                                       "  client-cert-auth: ") + t + "\n",
+                                       "  client-cert-auth: ") +
+                               t + "\n",
                            "t");
     ASSERT_TRUE(cfg.ok()) << t << ": " << cfg.status().ToString();
     EXPECT_TRUE(cfg->client_tls.client_cert_auth) << t;
@@ -224,8 +226,7 @@ TEST(ConfigTest, BooleansInYamlSpellings) {
 TEST(ConfigTest, TransportSecurityMustBeAMap) {
   auto cfg = ParseConfig("client-transport-security: yes\n", "t");
   ASSERT_FALSE(cfg.ok());
-  EXPECT_EQ(cfg.status().message(),
-            "t: client-transport-security: expected a map of TLS settings");
+  EXPECT_EQ(cfg.status().message(), "t: client-transport-security: expected a map of TLS settings");
 }
 
 TEST(ConfigTest, BadYamlNamesTheLine) {
@@ -240,8 +241,7 @@ TEST(ConfigTest, BadYamlNamesTheLine) {
 
   auto tab = ParseConfig("name: a\n\tdata-dir: b\n", "my.yaml");
   ASSERT_FALSE(tab.ok());
-  EXPECT_NE(tab.status().message().find("line 2,"), std::string::npos)
-      << tab.status().message();
+  EXPECT_NE(tab.status().message().find("line 2,"), std::string::npos) << tab.status().message();
 }
 
 TEST(ConfigTest, DocumentMustBeAMap) {
@@ -280,8 +280,7 @@ TEST(ConfigTest, HttpsClientUrlNeedsCertificate) {
 
 TEST(ConfigTest, ClientCertAuthNeedsTrustedCa) {
   auto cfg = ParseConfig(
-      "client-transport-security:\n  cert-file: c\n  key-file: k\n  client-cert-auth: true\n",
-      "f");
+      "client-transport-security:\n  cert-file: c\n  key-file: k\n  client-cert-auth: true\n", "f");
   ASSERT_FALSE(cfg.ok());
   EXPECT_EQ(cfg.status().message(),
             "f: client-transport-security.client-cert-auth: needs trusted-ca-file to verify "
@@ -353,8 +352,7 @@ TEST(ConfigTest, HugeHeartbeatDoesNotOverflowTheElectionCheck) {
   // 5 * heartbeat overflows 64 bits; the check must still reject it.
   auto cfg = ParseConfig("heartbeat-interval: 2000000000000000000\n", "f");
   ASSERT_FALSE(cfg.ok());
-  EXPECT_EQ(cfg.status().message().rfind("f: election-timeout: 1000ms should be at least", 0),
-            0u)
+  EXPECT_EQ(cfg.status().message().rfind("f: election-timeout: 1000ms should be at least", 0), 0u)
       << cfg.status().message();
 }
 
@@ -422,10 +420,16 @@ TEST(ParseDurationTest, GoSyntax) {
     const char* text;
     milliseconds want;
   } cases[] = {
-      {"1h", hours(1)},          {"1h30m", minutes(90)},       {"2m3s", seconds(123)},
-      {"500ms", milliseconds(500)}, {"1.5s", milliseconds(1500)}, {"0.5h", minutes(30)},
-      {"2000us", milliseconds(2)}, {"2000\xC2\xB5s", milliseconds(2)},
-      {"3000000ns", milliseconds(3)}, {"1h0m0s", hours(1)},
+      {"1h", hours(1)},
+      {"1h30m", minutes(90)},
+      {"2m3s", seconds(123)},
+      {"500ms", milliseconds(500)},
+      {"1.5s", milliseconds(1500)},
+      {"0.5h", minutes(30)},
+      {"2000us", milliseconds(2)},
+      {"2000\xC2\xB5s", milliseconds(2)},
+      {"3000000ns", milliseconds(3)},
+      {"1h0m0s", hours(1)},
   };
   for (const auto& c : cases) {
     auto d = ParseDuration(c.text, hours(1));

@@ -40,8 +40,8 @@ TEST(FlagsTest, DefaultsAreAppliedAtRegistration) {
 }
 
 TEST(FlagsTest, OneOrTwoDashesWithSeparateOrAttachedValues) {
-  for (const Args& args : {Args{"-name", "x"}, Args{"--name", "x"}, Args{"-name=x"},
-                           Args{"--name=x"}}) {
+  for (const Args& args :
+       {Args{"-name", "x"}, Args{"--name", "x"}, Args{"-name=x"}, Args{"--name=x"}}) {
     Flags f;
     auto r = f.fs.Parse(args);
     ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;
@@ -183,10 +183,22 @@ TEST(FlagsTest, IntBaseDetection) {
     const char* text;
     int64_t want;
   } cases[] = {
-      {"42", 42},       {"-42", -42},    {"+7", 7},         {"0x1f", 31},  {"0X1F", 31},
-      {"010", 8},       {"0o17", 15},    {"0O17", 15},      {"0b101", 5},  {"0B11", 3},
-      {"-0x10", -16},   {"0", 0},        {"1_000", 1000},   {"0x_ff", 255},
-      {"9223372036854775807", INT64_MAX}, {"-9223372036854775808", INT64_MIN},
+      {"42", 42},
+      {"-42", -42},
+      {"+7", 7},
+      {"0x1f", 31},
+      {"0X1F", 31},
+      {"010", 8},
+      {"0o17", 15},
+      {"0O17", 15},
+      {"0b101", 5},
+      {"0B11", 3},
+      {"-0x10", -16},
+      {"0", 0},
+      {"1_000", 1000},
+      {"0x_ff", 255},
+      {"9223372036854775807", INT64_MAX},
+      {"-9223372036854775808", INT64_MIN},
   };
   for (const auto& c : cases) {
     Flags f;
@@ -197,8 +209,8 @@ TEST(FlagsTest, IntBaseDetection) {
 }
 
 TEST(FlagsTest, BadInts) {
-  for (const char* text : {"", "08", "0x", "abc", "1.5", "1e3", " 5", "5 ", "--5", "+-5", "_1",
-                           "1_", "1__0", "0b2"}) {
+  for (const char* text :
+       {"", "08", "0x", "abc", "1.5", "1e3", " 5", "5 ", "--5", "+-5", "_1", "1_", "1__0", "0b2"}) {
     Flags f;
     auto r = f.fs.Parse({"-count", text});
     ASSERT_EQ(r.outcome, Outcome::kError) << "\"" << text << "\"";
@@ -235,10 +247,10 @@ TEST(ParseGoDurationTest, AcceptsGoSyntax) {
     const char* text;
     milliseconds want;
   } cases[] = {
-      {"0", milliseconds(0)},      {"0s", milliseconds(0)},       {"300ms", milliseconds(300)},
-      {"1.5s", milliseconds(1500)}, {"1.001s", milliseconds(1001)}, {"2m", minutes(2)},
-      {"1h2m3s", seconds(3723)},   {"-1.5s", milliseconds(-1500)}, {"+2s", seconds(2)},
-      {"3000000ns", milliseconds(3)}, {"1500us", milliseconds(1)}, {"-0", milliseconds(0)},
+      {"0", milliseconds(0)},         {"0s", milliseconds(0)},        {"300ms", milliseconds(300)},
+      {"1.5s", milliseconds(1500)},   {"1.001s", milliseconds(1001)}, {"2m", minutes(2)},
+      {"1h2m3s", seconds(3723)},      {"-1.5s", milliseconds(-1500)}, {"+2s", seconds(2)},
+      {"3000000ns", milliseconds(3)}, {"1500us", milliseconds(1)},    {"-0", milliseconds(0)},
   };
   for (const auto& c : cases) {
     milliseconds d{-99};

@@ -68,7 +68,7 @@ TEST(Crc32cTest, AgreesWithBitwiseDefinitionAtEveryLengthAndAlignment) {
 TEST(Sha256Test, KnownVectors) {
   EXPECT_EQ(Digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(Digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(Digest("abcdbcdecdefdefgefghfghighijhijkijkljklmjklmnklmnomnopnopq"),
+  EXPECT_EQ(Digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 

@@ -33,12 +33,12 @@ TEST(AppendJsonStringTest, EscapesQuotesBackslashesAndControls) {
 }
 
 TEST(AppendJsonStringTest, ValidUtf8IsCopied) {
-  EXPECT_EQ(Json("caf\xC3\xA9"), "\"caf\xC3\xA9\"");                // U+00E9
-  EXPECT_EQ(Json("\xE2\x82\xAC"), "\"\xE2\x82\xAC\"");              // U+20AC
-  EXPECT_EQ(Json("\xF0\x9F\x98\x80"), "\"\xF0\x9F\x98\x80\"");      // U+1F600
-  EXPECT_EQ(Json("\xEF\xBF\xBF"), "\"\xEF\xBF\xBF\"");              // U+FFFF
-  EXPECT_EQ(Json("\xF4\x8F\xBF\xBF"), "\"\xF4\x8F\xBF\xBF\"");      // U+10FFFF, the last
-  EXPECT_EQ(Json("\xED\x9F\xBF"), "\"\xED\x9F\xBF\"");              // U+D7FF, before surrogates
+  EXPECT_EQ(Json("caf\xC3\xA9"), "\"caf\xC3\xA9\"");            // U+00E9
+  EXPECT_EQ(Json("\xE2\x82\xAC"), "\"\xE2\x82\xAC\"");          // U+20AC
+  EXPECT_EQ(Json("\xF0\x9F\x98\x80"), "\"\xF0\x9F\x98\x80\"");  // U+1F600
+  EXPECT_EQ(Json("\xEF\xBF\xBF"), "\"\xEF\xBF\xBF\"");          // U+FFFF
+  EXPECT_EQ(Json("\xF4\x8F\xBF\xBF"), "\"\xF4\x8F\xBF\xBF\"");  // U+10FFFF, the last
+  EXPECT_EQ(Json("\xED\x9F\xBF"), "\"\xED\x9F\xBF\"");          // U+D7FF, before surrogates
 }
 
 TEST(AppendJsonStringTest, InvalidUtf8BytesAreEscaped) {

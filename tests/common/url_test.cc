@@ -69,8 +69,9 @@ TEST(UrlTest, Errors) {
       {"unix://sock:1", "unix socket URLs are not supported: unix://sock:1"},
       {"unixs://sock:1", "unix socket URLs are not supported: unixs://sock:1"},
       {"http://a:1/x", "URL must not contain a path: http://a:1/x"},
-      {"http://a:1?q=1", "URL must not contain a path: http://a:1?q=1"},
-      {"http://a:1#f", "URL must not contain a path: http://a:1#f"},
+      {"http://a:1/", "URL must not contain a path: http://a:1/"},
+      {"http://a:1?q=1", "URL must not contain a query or fragment: http://a:1?q=1"},
+      {"http://a:1#f", "URL must not contain a query or fragment: http://a:1#f"},
       {"http://u@a:1", "URL must not contain user information: http://u@a:1"},
       {"http://a", "URL address does not have the form \"host:port\": http://a"},
       {"http://::1:2379", "URL address does not have the form \"host:port\": http://::1:2379"},
@@ -80,7 +81,8 @@ TEST(UrlTest, Errors) {
       {"http://a:65536", "URL port is not a number between 0 and 65535: http://a:65536"},
       {"http://a:-1", "URL port is not a number between 0 and 65535: http://a:-1"},
       {"http://a:12x", "URL port is not a number between 0 and 65535: http://a:12x"},
-      {"http://a:99999999999", "URL port is not a number between 0 and 65535: http://a:99999999999"},
+      {"http://a:99999999999",
+       "URL port is not a number between 0 and 65535: http://a:99999999999"},
   };
   for (const auto& c : cases) {
     auto u = ParseUrl(c.text);

@@ -3,12 +3,17 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 namespace etcdw::testing {
+
+using etcdserverpb::Compare;
+using etcdserverpb::RequestOp;
 
 std::string Outcome::ToString() const {
   if (code != grpc::StatusCode::OK) {
@@ -17,14 +22,19 @@ std::string Outcome::ToString() const {
   return "ok " + response;
 }
 
+bool Verbose() {
+  static const bool verbose = std::getenv("ETCDW_DIFF_VERBOSE") != nullptr;
+  return verbose;
+}
+
 void NormalizeHeaders(google::protobuf::Message* m) {
   const auto* desc = m->GetDescriptor();
   const auto* refl = m->GetReflection();
   if (desc->full_name() == "etcdserverpb.ResponseHeader") {
     auto* h = static_cast<etcdserverpb::ResponseHeader*>(m);
-    h->clear_cluster_id();
-    h->clear_member_id();
-    h->clear_raft_term();
+    h->set_cluster_id(h->cluster_id() != 0 ? 1 : 0);
+    h->set_member_id(h->member_id() != 0 ? 1 : 0);
+    h->set_raft_term(h->raft_term() != 0 ? 1 : 0);
     return;
   }
   for (int i = 0; i < desc->field_count(); ++i) {
@@ -52,10 +62,19 @@ std::string Normalized(const google::protobuf::Message& m) {
 }
 
 void DiffTest::StartBoth(const Settings& extra) {
+  extra_ = extra;
   etcd_ = std::make_unique<Member>(Member::Kind::kEtcd);
   ours_ = std::make_unique<Member>(Member::Kind::kEtcdWrapper);
   ASSERT_TRUE(etcd_->Start(extra)) << "etcd did not start:\n" << etcd_->log();
   ASSERT_TRUE(ours_->Start(extra)) << "etcd-wrapper did not start:\n" << ours_->log();
+}
+
+void DiffTest::RestartBoth() {
+  for (Member* m : both()) {
+    ASSERT_TRUE(m->Stop().has_value()) << m->label() << " did not stop";
+  }
+  ASSERT_TRUE(etcd_->Start(extra_)) << "etcd did not restart:\n" << etcd_->log();
+  ASSERT_TRUE(ours_->Start(extra_)) << "etcd-wrapper did not restart:\n" << ours_->log();
 }
 
 void DiffTest::TearDown() {
@@ -68,17 +87,32 @@ void DiffTest::TearDown() {
   ours_.reset();
 }
 
+uint64_t DiffTest::MemberId(Member& m) {
+  auto it = ids_.find(&m);
+  if (it != ids_.end()) return it->second;
+  etcdserverpb::StatusResponse resp;
+  auto st = m.client().maintenance->Status(Ctx().get(), etcdserverpb::StatusRequest(), &resp);
+  EXPECT_TRUE(st.ok()) << m.label() << ": " << st.error_message();
+  EXPECT_NE(resp.header().member_id(), 0u);
+  ids_[&m] = resp.header().member_id();
+  return resp.header().member_id();
+}
+
 Outcome DiffTest::Put(const std::string& k, const std::string& v, int64_t lease, bool prev_kv) {
   etcdserverpb::PutRequest r;
   r.set_key(k);
   r.set_value(v);
   r.set_lease(lease);
   r.set_prev_kv(prev_kv);
+  return PutReq(r);
+}
+
+Outcome DiffTest::PutReq(const etcdserverpb::PutRequest& r) {
   return Same<etcdserverpb::PutResponse>(
       [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::PutResponse* out) {
         return c.kv->Put(ctx, r, out);
       },
-      "put " + k);
+      "put " + r.ShortDebugString().substr(0, 200));
 }
 
 Outcome DiffTest::Range(const etcdserverpb::RangeRequest& r) {
@@ -90,11 +124,7 @@ Outcome DiffTest::Range(const etcdserverpb::RangeRequest& r) {
 }
 
 Outcome DiffTest::Get(const std::string& k, const std::string& end, int64_t rev) {
-  etcdserverpb::RangeRequest r;
-  r.set_key(k);
-  r.set_range_end(end);
-  r.set_revision(rev);
-  return Range(r);
+  return Range(RangeReq(k, end, rev));
 }
 
 Outcome DiffTest::Delete(const std::string& k, const std::string& end, bool prev_kv) {
@@ -106,7 +136,7 @@ Outcome DiffTest::Delete(const std::string& k, const std::string& end, bool prev
       [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::DeleteRangeResponse* out) {
         return c.kv->DeleteRange(ctx, r, out);
       },
-      "delete " + k);
+      "delete " + r.ShortDebugString());
 }
 
 Outcome DiffTest::Txn(const etcdserverpb::TxnRequest& r) {
@@ -114,7 +144,7 @@ Outcome DiffTest::Txn(const etcdserverpb::TxnRequest& r) {
       [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::TxnResponse* out) {
         return c.kv->Txn(ctx, r, out);
       },
-      "txn " + r.ShortDebugString());
+      "txn " + r.ShortDebugString().substr(0, 300));
 }
 
 Outcome DiffTest::Compact(int64_t rev, bool physical) {
@@ -125,7 +155,94 @@ Outcome DiffTest::Compact(int64_t rev, bool physical) {
       [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::CompactionResponse* out) {
         return c.kv->Compact(ctx, r, out);
       },
-      "compact " + std::to_string(rev));
+      "compact " + std::to_string(rev) + (physical ? " physical" : ""));
+}
+
+Outcome DiffTest::LeaseGrant(int64_t id, int64_t ttl) {
+  etcdserverpb::LeaseGrantRequest r;
+  r.set_id(id);
+  r.set_ttl(ttl);
+  return Same<etcdserverpb::LeaseGrantResponse>(
+      [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::LeaseGrantResponse* out) {
+        return c.lease->LeaseGrant(ctx, r, out);
+      },
+      "lease grant " + r.ShortDebugString());
+}
+
+Outcome DiffTest::LeaseRevoke(int64_t id) {
+  etcdserverpb::LeaseRevokeRequest r;
+  r.set_id(id);
+  return Same<etcdserverpb::LeaseRevokeResponse>(
+      [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::LeaseRevokeResponse* out) {
+        return c.lease->LeaseRevoke(ctx, r, out);
+      },
+      "lease revoke " + std::to_string(id));
+}
+
+Outcome DiffTest::HashKV(int64_t rev) {
+  etcdserverpb::HashKVRequest r;
+  r.set_revision(rev);
+  // Hash values depend on the storage layout (bbolt vs RocksDB): checked for presence only.
+  return Same<etcdserverpb::HashKVResponse>(
+      [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::HashKVResponse* out) {
+        return c.maintenance->HashKV(ctx, r, out);
+      },
+      "hashkv " + std::to_string(rev),
+      [](Member& m, etcdserverpb::HashKVResponse* resp) {
+        EXPECT_NE(resp->hash(), 0u) << m.label();
+        resp->set_hash(1);
+      });
+}
+
+Outcome DiffTest::Defragment() {
+  return Same<etcdserverpb::DefragmentResponse>(
+      [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::DefragmentResponse* out) {
+        return c.maintenance->Defragment(ctx, etcdserverpb::DefragmentRequest(), out);
+      },
+      "defragment");
+}
+
+Outcome DiffTest::Alarm(etcdserverpb::AlarmRequest::AlarmAction action,
+                        etcdserverpb::AlarmType type, uint64_t member_id) {
+  MemberId(etcd());
+  MemberId(ours());
+  return Same<etcdserverpb::AlarmResponse>(
+      [&](Client& c, grpc::ClientContext* ctx, etcdserverpb::AlarmResponse* out) {
+        etcdserverpb::AlarmRequest r;
+        r.set_action(action);
+        r.set_alarm(type);
+        uint64_t id = member_id;
+        if (id == 0) id = ids_[&MemberOf(c)];
+        r.set_memberid(id);
+        return c.maintenance->Alarm(ctx, r, out);
+      },
+      "alarm " + etcdserverpb::AlarmRequest::AlarmAction_Name(action) + " " +
+          etcdserverpb::AlarmType_Name(type),
+      [this](Member& m, etcdserverpb::AlarmResponse* resp) {
+        for (auto& a : *resp->mutable_alarms()) {
+          if (a.memberid() == ids_[&m]) a.set_memberid(1);  // "self"
+        }
+      });
+}
+
+void DiffTest::PutBoth(const std::string& k, const std::string& v, int64_t lease) {
+  for (Member* m : both()) {
+    auto st = m->client().Put(k, v, lease);
+    ASSERT_TRUE(st.ok()) << m->label() << ": put " << k << ": " << st.error_message();
+  }
+}
+
+int64_t DiffTest::SameRevision() {
+  int64_t revs[2];
+  int i = 0;
+  for (Member* m : both()) {
+    etcdserverpb::RangeResponse r;
+    auto st = m->client().Get("\x01-revision-probe", &r);
+    EXPECT_TRUE(st.ok()) << m->label() << ": " << st.error_message();
+    revs[i++] = r.header().revision();
+  }
+  EXPECT_EQ(revs[0], revs[1]) << "current revisions differ";
+  return revs[0];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,6 +284,11 @@ bool WatchSession::Send(const etcdserverpb::WatchRequest& req) { return impl_->s
 
 void WatchSession::CloseSend() { impl_->stream->WritesDone(); }
 
+bool WatchSession::Ended() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->done && impl_->queue.empty();
+}
+
 std::optional<etcdserverpb::WatchResponse> WatchSession::Next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->mu);
   if (!impl_->cv.wait_for(lock, timeout, [&] { return !impl_->queue.empty() || impl_->done; })) {
@@ -184,15 +306,174 @@ std::vector<etcdserverpb::WatchResponse> WatchSession::Drain(std::chrono::millis
   return out;
 }
 
+void WatchPair::Send(const etcdserverpb::WatchRequest& req) {
+  EXPECT_TRUE(etcd_.Send(req)) << "etcd watch stream closed";
+  EXPECT_TRUE(ours_.Send(req)) << "etcd-wrapper watch stream closed";
+}
+
+std::optional<etcdserverpb::WatchResponse> WatchPair::Next(const std::string& what,
+                                                           std::chrono::milliseconds timeout) {
+  auto a = etcd_.Next(timeout);
+  auto b = ours_.Next(timeout);
+  EXPECT_TRUE(a.has_value()) << "etcd sent no watch response: " << what;
+  EXPECT_TRUE(b.has_value()) << "etcd-wrapper sent no watch response: " << what;
+  if (!a || !b) return std::nullopt;
+  EXPECT_EQ(Normalized(*a), Normalized(*b)) << "watch response differs from etcd: " << what;
+  if (Verbose()) std::cerr << "[watch] " << what << "\n  -> " << Normalized(*a) << "\n";
+  return a;
+}
+
+std::vector<etcdserverpb::WatchResponse> WatchPair::NextN(int n, const std::string& what,
+                                                          bool by_watch_id,
+                                                          std::chrono::milliseconds timeout) {
+  std::vector<etcdserverpb::WatchResponse> a, b;
+  for (int i = 0; i < n; ++i) {
+    auto r = etcd_.Next(timeout);
+    EXPECT_TRUE(r.has_value()) << "etcd sent " << i << " of " << n << " responses: " << what;
+    if (!r) break;
+    a.push_back(*r);
+  }
+  for (int i = 0; i < n; ++i) {
+    auto r = ours_.Next(timeout);
+    EXPECT_TRUE(r.has_value()) << "etcd-wrapper sent " << i << " of " << n
+                               << " responses: " << what;
+    if (!r) break;
+    b.push_back(*r);
+  }
+  if (by_watch_id) {
+    auto by_id = [](const auto& x, const auto& y) { return x.watch_id() < y.watch_id(); };
+    std::stable_sort(a.begin(), a.end(), by_id);
+    std::stable_sort(b.begin(), b.end(), by_id);
+  }
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    EXPECT_EQ(Normalized(a[i]), Normalized(b[i]))
+        << "watch response " << i << " differs from etcd: " << what;
+    if (Verbose())
+      std::cerr << "[watch] " << what << " #" << i << "\n  -> " << Normalized(a[i]) << "\n";
+  }
+  return a;
+}
+
+void WatchPair::ExpectNothingPending(const std::string& what) {
+  Send(ProgressRequest());
+  auto r = Next("progress marker: " + what);
+  if (r) {
+    EXPECT_EQ(r->watch_id(), -1) << "an unexpected response was pending: " << what << "\n"
+                                 << r->ShortDebugString();
+    EXPECT_EQ(r->events_size(), 0) << what;
+  }
+}
+
 etcdserverpb::WatchRequest CreateWatch(const std::string& key, const std::string& end,
-                                       int64_t start_rev, bool prev_kv) {
+                                       int64_t start_rev, bool prev_kv, int64_t watch_id) {
   etcdserverpb::WatchRequest req;
   auto* c = req.mutable_create_request();
   c->set_key(key);
   c->set_range_end(end);
   c->set_start_revision(start_rev);
   c->set_prev_kv(prev_kv);
+  c->set_watch_id(watch_id);
   return req;
+}
+
+etcdserverpb::WatchRequest CancelWatch(int64_t watch_id) {
+  etcdserverpb::WatchRequest req;
+  req.mutable_cancel_request()->set_watch_id(watch_id);
+  return req;
+}
+
+etcdserverpb::WatchRequest ProgressRequest() {
+  etcdserverpb::WatchRequest req;
+  req.mutable_progress_request();
+  return req;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+etcdserverpb::RangeRequest RangeReq(const std::string& key, const std::string& end, int64_t rev) {
+  etcdserverpb::RangeRequest r;
+  r.set_key(key);
+  r.set_range_end(end);
+  r.set_revision(rev);
+  return r;
+}
+
+RequestOp OpRange(const std::string& key, const std::string& end, int64_t rev) {
+  RequestOp op;
+  *op.mutable_request_range() = RangeReq(key, end, rev);
+  return op;
+}
+
+RequestOp OpPut(const std::string& key, const std::string& value, int64_t lease, bool prev_kv) {
+  RequestOp op;
+  auto* p = op.mutable_request_put();
+  p->set_key(key);
+  p->set_value(value);
+  p->set_lease(lease);
+  p->set_prev_kv(prev_kv);
+  return op;
+}
+
+RequestOp OpDelete(const std::string& key, const std::string& end, bool prev_kv) {
+  RequestOp op;
+  auto* d = op.mutable_request_delete_range();
+  d->set_key(key);
+  d->set_range_end(end);
+  d->set_prev_kv(prev_kv);
+  return op;
+}
+
+RequestOp OpTxn(const etcdserverpb::TxnRequest& t) {
+  RequestOp op;
+  *op.mutable_request_txn() = t;
+  return op;
+}
+
+namespace {
+Compare Cmp(const std::string& key, Compare::CompareTarget t, Compare::CompareResult r,
+            const std::string& end) {
+  Compare c;
+  c.set_key(key);
+  c.set_range_end(end);
+  c.set_target(t);
+  c.set_result(r);
+  return c;
+}
+}  // namespace
+
+Compare CmpVersion(const std::string& key, Compare::CompareResult r, int64_t v,
+                   const std::string& end) {
+  Compare c = Cmp(key, Compare::VERSION, r, end);
+  c.set_version(v);
+  return c;
+}
+
+Compare CmpCreate(const std::string& key, Compare::CompareResult r, int64_t v,
+                  const std::string& end) {
+  Compare c = Cmp(key, Compare::CREATE, r, end);
+  c.set_create_revision(v);
+  return c;
+}
+
+Compare CmpMod(const std::string& key, Compare::CompareResult r, int64_t v,
+               const std::string& end) {
+  Compare c = Cmp(key, Compare::MOD, r, end);
+  c.set_mod_revision(v);
+  return c;
+}
+
+Compare CmpValue(const std::string& key, Compare::CompareResult r, const std::string& v,
+                 const std::string& end) {
+  Compare c = Cmp(key, Compare::VALUE, r, end);
+  c.set_value(v);
+  return c;
+}
+
+Compare CmpLease(const std::string& key, Compare::CompareResult r, int64_t v,
+                 const std::string& end) {
+  Compare c = Cmp(key, Compare::LEASE, r, end);
+  c.set_lease(v);
+  return c;
 }
 
 }  // namespace etcdw::testing

@@ -10,6 +10,7 @@
 // with a normalizer passed to Same(), and checked for sanity there.
 #pragma once
 
+#include <google/protobuf/message.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,8 +20,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/message.h>
 
 #include "servers.h"
 
@@ -34,6 +33,9 @@ struct Outcome {
   bool ok() const { return code == grpc::StatusCode::OK; }
   std::string ToString() const;
 };
+
+// True when ETCDW_DIFF_VERBOSE is set: every compared answer is printed.
+bool Verbose();
 
 // Reduces the identity fields of every ResponseHeader inside `m` (recursively) to 0 or 1,
 // keeping the revision.
@@ -52,6 +54,8 @@ class DiffTest : public ::testing::Test {
  protected:
   // Starts etcd and etcd-wrapper with the same extra settings (etcd key names).
   void StartBoth(const Settings& extra = {});
+  // Stops both (SIGTERM) and starts them again on their data directories, same settings.
+  void RestartBoth();
   void TearDown() override;
 
   Member& etcd() { return *etcd_; }
@@ -60,6 +64,8 @@ class DiffTest : public ::testing::Test {
 
   // This member's ID (from its Status header), cached.
   uint64_t MemberId(Member& m);
+  // The member a client belongs to (for requests that name the member itself).
+  Member& MemberOf(Client& c) { return &c == &etcd().client() ? etcd() : ours(); }
 
   // Runs `call` against one member and captures its outcome.
   template <typename Resp>
@@ -86,6 +92,7 @@ class DiffTest : public ::testing::Test {
     Outcome a = Call<Resp>(etcd(), call, norm);
     Outcome b = Call<Resp>(ours(), call, norm);
     EXPECT_EQ(a.ToString(), b.ToString()) << "differs from etcd: " << what;
+    if (Verbose()) std::cerr << "[diff] " << what << "\n  -> " << a.ToString() << "\n";
     return a;
   }
 
@@ -101,8 +108,8 @@ class DiffTest : public ::testing::Test {
   Outcome LeaseRevoke(int64_t id);
   Outcome HashKV(int64_t rev);
   Outcome Defragment();
-  // Alarm request; member IDs in the answer are checked to be the answering member's own ID
-  // and cleared. `member_id` 0 means "the member's own ID".
+  // Alarm request; the answering member's own ID in the answer is replaced by 1. `member_id`
+  // 0 means "the member's own ID".
   Outcome Alarm(etcdserverpb::AlarmRequest::AlarmAction action, etcdserverpb::AlarmType type,
                 uint64_t member_id = 0);
 
@@ -115,6 +122,7 @@ class DiffTest : public ::testing::Test {
   std::unique_ptr<Member> etcd_;
   std::unique_ptr<Member> ours_;
   std::map<Member*, uint64_t> ids_;
+  Settings extra_;
 };
 
 // A watch stream on one member, read in the background.
@@ -130,8 +138,8 @@ class WatchSession {
   std::vector<etcdserverpb::WatchResponse> Drain(
       std::chrono::milliseconds quiet = std::chrono::milliseconds(500));
   void CloseSend();
-  // True once the server ended the stream; `status` then holds how.
-  bool Finished(grpc::Status* status = nullptr);
+  // True once the stream ended and every response was taken.
+  bool Ended();
 
  private:
   struct Impl;

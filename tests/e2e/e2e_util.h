@@ -26,8 +26,7 @@ struct CmdResult {
 inline CmdResult Etcdctl(const std::string& endpoints, const std::vector<std::string>& args,
                          const std::string& input = "",
                          std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  std::vector<std::string> argv = {"etcdctl", "--endpoints=" + endpoints,
-                                   "--command-timeout=20s"};
+  std::vector<std::string> argv = {"etcdctl", "--endpoints=" + endpoints, "--command-timeout=20s"};
   argv.insert(argv.end(), args.begin(), args.end());
   CmdResult r;
   r.rc = RunCommandSplit(argv, &r.out, &r.err, timeout, input);

@@ -25,9 +25,9 @@ class Compactor {
 
   // Queues compaction to `rev` (called after the compaction's batch is committed).
   void Schedule(int64_t rev);
-  // Blocks until compaction up to at least `rev` has finished (or the compactor stops).
-  // Returns false if stopped first.
-  bool WaitFinished(int64_t rev);
+  // Blocks until compaction up to at least `rev` has finished (OK), has failed (the failure),
+  // or the compactor stopped (Unavailable).
+  Status WaitFinished(int64_t rev);
 
   // Runs one compaction synchronously (tests and the worker).
   static Status CompactTo(KvStore& store, int64_t rev, const std::atomic<bool>* stop = nullptr);
@@ -40,6 +40,8 @@ class Compactor {
   std::condition_variable cv_;
   std::deque<int64_t> queue_;
   int64_t finished_ = -1;
+  int64_t failed_rev_ = -1;  // the last compaction that failed, if after finished_
+  Status failure_;
   bool stop_ = false;
   std::atomic<bool> stop_flag_{false};
   std::thread worker_;

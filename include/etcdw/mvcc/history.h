@@ -1,5 +1,7 @@
 // Reading past changes from the revision log, for watchers that start in the past or fell
 // behind. Events carry prev_kv (the version each change replaced) when it still exists.
+// Changes at the compaction revision read as the finished compaction leaves them, whether or
+// not it has run yet: deletions are omitted and no event carries a prev_kv.
 #pragma once
 
 #include <cstdint>

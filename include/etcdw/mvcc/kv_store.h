@@ -8,9 +8,10 @@
 //                     the consistent index)
 //
 // Concurrency: one apply thread writes (through ApplyBatch); any number of threads read through
-// ReadViews. A ReadView pins a storage snapshot that contains exactly the state up to its
-// revision (commits and view creation are ordered by a reader/writer lock held only for the
-// engine write and the publication of the new revision).
+// ReadViews. A ReadView pins a storage snapshot that contains at least the state up to its
+// revision: a commit writes the engine first and then publishes its revision under a
+// reader/writer lock that view creation also takes, so a snapshot may hold versions of a batch
+// not yet published, which reads at the view's revision skip.
 #pragma once
 
 #include <atomic>
@@ -94,13 +95,16 @@ class WriteTxn final : public ReadView {
 
  private:
   friend class ApplyBatch;
-  WriteTxn(KvStore& store, storage::Batch& batch, int64_t begin_rev)
-      : store_(store), batch_(batch), begin_rev_(begin_rev) {}
+  WriteTxn(KvStore& store, storage::Batch& batch, int64_t begin_rev, int64_t compact_rev)
+      : store_(store), batch_(batch), begin_rev_(begin_rev), compact_rev_(compact_rev) {}
   void StageDelete(const mvccpb::KeyValue& kv);
 
   KvStore& store_;
   storage::Batch& batch_;
   int64_t begin_rev_;
+  // The compaction revision including compactions staged earlier in the same batch, so that
+  // requests answer the same whether or not the compaction was applied in their batch.
+  int64_t compact_rev_;
   int64_t changes_ = 0;
   std::vector<mvccpb::Event> events_;
 };

@@ -102,8 +102,9 @@ class EtcdServer {
   void Propose(internalpb::Request req, ApplyCallback done);
   template <typename Resp>
   void ProposeFor(internalpb::Request req, Reply<Resp> reply);
-  // Raises NOSPACE and returns NoSpace when `cost` does not fit the quota.
-  Status CheckQuota(int64_t cost);
+  // When `cost` does not fit the quota: raises NOSPACE, calls `reply` with NoSpace once the
+  // alarm is applied, and returns true.
+  bool OverQuota(int64_t cost, std::function<void(Status)> reply);
   // Proposes the NOSPACE alarm for this member (no-op when it is already active).
   void RaiseNoSpaceAlarm();
   void TickerLoop();

@@ -24,6 +24,9 @@ class Quota {
   bool Available(int64_t cost);
   // The store size, refreshed from the engine at most every 100 ms.
   int64_t Size();
+  // Makes the next Size() read the engine (after the store shrank: defragmentation, or before
+  // writes resume when the NOSPACE alarm is disarmed).
+  void Refresh() { refreshed_ns_.store(0, std::memory_order_relaxed); }
   int64_t limit() const { return limit_; }
 
  private:

@@ -89,8 +89,11 @@ struct WatchHubOptions {
   size_t fragment_bytes = 1572864 + 512 * 1024;
   // A stream's send queue above this many bytes makes further changes wait in history.
   size_t stream_queue_bytes = size_t{4} << 20;
-  // Events read from history per catch-up step.
+  // Events read from history per read while catching up.
   size_t catchup_events = 1000;
+  // A catch-up response holds the events of at most this many revisions that touch the
+  // watcher's range (etcd's watchBatchMaxRevs).
+  size_t catchup_revisions = 1000;
   // Fills cluster_id, member_id and raft_term of response headers.
   std::function<void(etcdserverpb::ResponseHeader*)> fill_header;
 };

@@ -136,9 +136,11 @@ class Engine {
   Status CompactAll();
   // Forces memtables to disk.
   Status Flush();
-  // Bytes the database occupies (files on disk plus unflushed memtables).
-  uint64_t SizeOnDisk() const;
-  // Estimated bytes of live data.
+  // Bytes the database occupies: table files plus unflushed data in memory. The Raft log is
+  // left out unless asked for: it is a write-ahead log kept short by compaction, like etcd's WAL,
+  // which etcd's database size does not count either.
+  uint64_t SizeOnDisk(bool include_raft_log = false) const;
+  // Estimated bytes of live data (same columns as SizeOnDisk()).
   uint64_t SizeInUse() const;
   // Reads every block of every file and checks its checksum.
   Status VerifyChecksums() const;

@@ -29,6 +29,20 @@ Reply<Resp> FinishWith(EtcdServer& server, grpc::ServerUnaryReactor* reactor, Re
   };
 }
 
+// Like FinishWith, for the answers etcd sends without any header (Alarm, Defragment).
+template <typename Resp>
+Reply<Resp> FinishWithoutHeader(grpc::ServerUnaryReactor* reactor, Resp* out) {
+  return [reactor, out](Result<Resp> r) {
+    if (!r.ok()) {
+      reactor->Finish(ToGrpc(r.status()));
+      return;
+    }
+    *out = std::move(r).value();
+    out->clear_header();
+    reactor->Finish(grpc::Status::OK);
+  };
+}
+
 std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server);
 std::unique_ptr<grpc::Service> NewWatchService(EtcdServer& server);
 std::unique_ptr<grpc::Service> NewLeaseService(EtcdServer& server);

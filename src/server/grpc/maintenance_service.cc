@@ -1,4 +1,8 @@
 // etcdserverpb.Maintenance
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/common/etcd_errors.h"
 #include "grpc_util.h"
@@ -9,21 +13,26 @@ namespace {
 
 using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
 
-// Streams a consistent snapshot in 32 KiB blobs; remaining_bytes counts what is still to come
-// after each message, and the stream ends with the SHA-256 of everything before it.
+// Streams a consistent snapshot as etcd does: the data in blobs of at most 32 KiB, each with
+// remaining_bytes counting the data still to come, then one last message holding the 32-byte
+// SHA-256 of the data (remaining_bytes 0). No message carries a header.
 class SnapshotReactor final : public grpc::ServerWriteReactor<SnapshotResponse> {
  public:
   static constexpr size_t kChunk = 32 * 1024;
+  static constexpr size_t kShaSize = 32;
 
-  explicit SnapshotReactor(EtcdServer& s) : s_(s) {
-    s_.OpenSnapshot([this](Result<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> r) {
+  explicit SnapshotReactor(EtcdServer& s) {
+    s.OpenSnapshot([this](Result<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> r) {
       if (!r.ok()) {
         Finish(ToGrpc(r.status()));
         return;
       }
       writer_ = r->first;
-      remaining_ = r->second;
-      s_.FillHeader(resp_.mutable_header());
+      if (r->second < kShaSize) {
+        Finish(grpc::Status(grpc::StatusCode::INTERNAL, "snapshot is too short"));
+        return;
+      }
+      data_total_ = r->second - kShaSize;
       SendNext();
     });
   }
@@ -37,37 +46,52 @@ class SnapshotReactor final : public grpc::ServerWriteReactor<SnapshotResponse> 
       Finish(grpc::Status::OK);
       return;
     }
-    resp_.clear_header();
     SendNext();
   }
 
   void OnDone() override { delete this; }
 
  private:
-  void SendNext() {
-    std::string* blob = resp_.mutable_blob();
-    blob->clear();
-    while (blob->size() < kChunk) {
-      auto more = writer_->Next(*blob, kChunk);
+  // Reads from the writer until `pending_` holds `want` bytes or the stream is exhausted.
+  bool Fill(size_t want) {
+    while (pending_.size() < want && !exhausted_) {
+      auto more = writer_->Next(pending_, kChunk);
       if (!more.ok()) {
         Finish(ToGrpc(more.status()));
-        return;
+        return false;
       }
-      if (!more.value()) break;
+      if (!more.value()) exhausted_ = true;
     }
-    if (blob->size() > remaining_) {
-      Finish(grpc::Status(grpc::StatusCode::INTERNAL, "snapshot grew while streaming"));
+    return true;
+  }
+
+  void SendNext() {
+    const bool data_phase = sent_ < data_total_;
+    const size_t want = data_phase
+                            ? static_cast<size_t>(std::min<uint64_t>(kChunk, data_total_ - sent_))
+                            : kShaSize;
+    if (!Fill(data_phase ? want : SIZE_MAX)) return;
+    if (pending_.size() < want || (!data_phase && pending_.size() != kShaSize)) {
+      Finish(grpc::Status(grpc::StatusCode::INTERNAL, "snapshot changed size while streaming"));
       return;
     }
-    remaining_ -= blob->size();
-    resp_.set_remaining_bytes(remaining_);
-    done_ = remaining_ == 0;
+    resp_.set_blob(pending_.substr(0, want));
+    pending_.erase(0, want);
+    if (data_phase) {
+      sent_ += want;
+      resp_.set_remaining_bytes(data_total_ - sent_);
+    } else {
+      resp_.set_remaining_bytes(0);
+      done_ = true;
+    }
     StartWrite(&resp_);
   }
 
-  EtcdServer& s_;
   std::shared_ptr<mvcc::SnapshotWriter> writer_;
-  uint64_t remaining_ = 0;
+  uint64_t data_total_ = 0;  // bytes before the SHA-256 trailer
+  uint64_t sent_ = 0;
+  std::string pending_;  // produced by the writer, not sent yet
+  bool exhausted_ = false;
   bool done_ = false;
   SnapshotResponse resp_;
 };
@@ -79,7 +103,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Alarm(grpc::CallbackServerContext* ctx, const AlarmRequest* req,
                                   AlarmResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Alarm(*req, FinishWith(s_, reactor, resp));
+    s_.Alarm(*req, FinishWithoutHeader(reactor, resp));  // etcd sends no header here
     return reactor;
   }
 
@@ -94,7 +118,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* ctx, const DefragmentRequest*,
                                        DefragmentResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Defragment(FinishWith(s_, reactor, resp));
+    s_.Defragment(FinishWithoutHeader(reactor, resp));  // etcd sends no header here
     return reactor;
   }
 
@@ -130,8 +154,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
       reactor->Finish(ToGrpc(errors::BadLeaderTransferee()));
       return reactor;
     }
-    s_.FillHeader(resp->mutable_header());
-    reactor->Finish(grpc::Status::OK);
+    reactor->Finish(grpc::Status::OK);  // etcd answers without a header
     return reactor;
   }
 

@@ -1,0 +1,282 @@
+#include "etcdw/mvcc/snapshot.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "etcdw/mvcc/compactor.h"
+#include "etcdw/mvcc/hash.h"
+#include "etcdw/storage/raft_log.h"
+#include "mvcc/mvcc_test_util.h"
+
+namespace etcdw::mvcc {
+namespace {
+
+using testutil::RangeReq;
+using testutil::Store;
+
+// Produces the whole snapshot stream of `engine` in chunks of `chunk` bytes.
+std::string WriteSnapshot(const storage::Engine& engine, size_t chunk = 1 << 16) {
+  SnapshotWriter w(engine);
+  std::string out;
+  for (int calls = 0; calls < 1000000; ++calls) {
+    auto more = w.Next(out, chunk);
+    EXPECT_TRUE(more.ok()) << more.status().ToString();
+    if (!more.ok() || !*more) break;
+  }
+  return out;
+}
+
+std::unique_ptr<Store> Restore(const std::string& snapshot, Status* status) {
+  auto s = Store::InMemory();
+  std::istringstream in(snapshot);
+  *status = RestoreSnapshot(in, s->engine());
+  if (!status->ok()) return nullptr;
+  return s;  // callers open a new KvStore on the engine to load the restored metadata
+}
+
+// A store with some history, leases, a compaction and Raft records that must not travel.
+std::unique_ptr<Store> Populated() {
+  auto s = Store::InMemory();
+  EXPECT_TRUE(s->Grant(100, 60).ok());
+  EXPECT_TRUE(s->Grant(200, 30).ok());
+  for (int i = 0; i < 50; ++i) {
+    s->Put("key" + std::to_string(i % 7), "value-" + std::to_string(i), i % 5 == 0 ? 100 : 0);
+    if (i % 9 == 0) s->Delete("key" + std::to_string(i % 4));
+  }
+  s->Put(std::string("bin\0\xff", 5), std::string(3000, 'z'));  // long and binary
+  EXPECT_TRUE(s->Compact(20).ok());
+  storage::RaftLog log(s->engine());
+  EXPECT_TRUE(log.Load().ok());
+  storage::Batch b(s->engine());
+  raftpb::Entry e;
+  e.set_index(1);
+  e.set_term(1);
+  log.StageAppend(b, {e});
+  raftpb::HardState hs;
+  hs.set_term(1);
+  log.StageHardState(b, hs);
+  EXPECT_TRUE(s->engine().Write(b, true).ok());
+  return s;
+}
+
+// Every range answer of the store at every readable revision, plus the metadata.
+std::vector<std::string> Answers(KvStore& kv) {
+  std::vector<std::string> out;
+  out.push_back("rev " + std::to_string(kv.Rev()) + " compact " + std::to_string(kv.CompactRev()) +
+                " index " + std::to_string(kv.ConsistentIndex()));
+  auto view = kv.NewReadView();
+  for (int64_t rev = std::max<int64_t>(1, kv.CompactRev()); rev <= kv.Rev(); ++rev) {
+    auto r = ExecuteRange(*view, RangeReq(std::string(1, '\0'), std::string(1, '\0'), rev));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) out.push_back(r->SerializeAsString());
+  }
+  for (const auto& l : kv.leases().List()) {
+    auto keys = LeaseTable::AttachedKeys(kv.engine(), l.id);
+    out.push_back("lease " + std::to_string(l.id) + " ttl " + std::to_string(l.ttl) + " keys " +
+                  std::to_string(keys.ok() ? keys->size() : 999));
+  }
+  return out;
+}
+
+TEST(SnapshotTest, TotalSizeEqualsTheProducedBytes) {
+  auto s = Populated();
+  SnapshotWriter w(s->engine());
+  auto size = w.TotalSize();
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  std::string out;
+  for (int calls = 0;; ++calls) {
+    ASSERT_LT(calls, 100000) << "no progress";
+    auto more = w.Next(out, 4096);
+    ASSERT_TRUE(more.ok());
+    if (!*more) break;
+  }
+  EXPECT_EQ(out.size(), *size);
+  EXPECT_EQ(out.size() % 512, 32u);
+  EXPECT_EQ(out.substr(0, 8), "ETCDWSNP");
+}
+
+TEST(SnapshotTest, EmptyStoreSnapshot) {
+  auto s = Store::InMemory();
+  SnapshotWriter w(s->engine());
+  auto size = w.TotalSize();
+  ASSERT_TRUE(size.ok());
+  std::string snap = WriteSnapshot(s->engine());
+  EXPECT_EQ(snap.size(), *size);
+  EXPECT_EQ(snap.size(), 512u + 32u);
+  Status st;
+  auto r = Restore(snap, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto kv = KvStore::Open(r->engine());
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ((*kv)->Rev(), 1);
+}
+
+TEST(SnapshotTest, ChunkSizeDoesNotChangeTheStream) {
+  auto s = Populated();
+  const std::string big = WriteSnapshot(s->engine(), 1 << 20);
+  EXPECT_EQ(WriteSnapshot(s->engine(), 1), big);
+  EXPECT_EQ(WriteSnapshot(s->engine(), 100), big);
+  EXPECT_EQ(WriteSnapshot(s->engine(), 511), big);
+}
+
+TEST(SnapshotTest, NextAppendsAtMostAboutMaxBytesToAnyBuffer) {
+  // Next appends; what the buffer already holds does not count against max_bytes.
+  auto s = Populated();
+  const std::string expected = WriteSnapshot(s->engine());
+  SnapshotWriter w(s->engine());
+  std::string out = "existing content";
+  auto first = w.Next(out, 1000);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(*first);
+  EXPECT_GT(out.size(), std::string("existing content").size());
+  EXPECT_LT(out.size(), 16 + 1000 + 4096);  // about max_bytes: at most one record more
+  std::string stream = out.substr(16);
+  for (int i = 0; i < 100000; ++i) {
+    std::string chunk(20000, 'x');  // a buffer larger than max_bytes
+    auto more = w.Next(chunk, 1000);
+    ASSERT_TRUE(more.ok());
+    if (!*more) {
+      EXPECT_EQ(chunk.size(), 20000u);
+      break;
+    }
+    ASSERT_GT(chunk.size(), 20000u) << "no progress";
+    stream += chunk.substr(20000);
+  }
+  EXPECT_EQ(stream, expected);
+}
+
+TEST(SnapshotTest, PinsThePointInTime) {
+  auto s = Populated();
+  SnapshotWriter w(s->engine());
+  auto size = w.TotalSize();
+  ASSERT_TRUE(size.ok());
+  s->Put("later", "not in the snapshot");
+  std::string out;
+  for (int calls = 0;; ++calls) {
+    ASSERT_LT(calls, 100000) << "no progress";
+    auto more = w.Next(out, 1 << 16);
+    ASSERT_TRUE(more.ok());
+    if (!*more) break;
+  }
+  EXPECT_EQ(out.size(), *size);
+  Status st;
+  auto r = Restore(out, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto kv = KvStore::Open(r->engine());
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ((*kv)->Rev(), s->kv().Rev() - 1);
+}
+
+TEST(SnapshotTest, RestoreReproducesEveryRangeAnswer) {
+  auto s = Populated();
+  const auto expected = Answers(s->kv());
+  const std::string snap = WriteSnapshot(s->engine());
+  Status st;
+  auto r = Restore(snap, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto kv = KvStore::Open(r->engine());
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ(Answers(**kv), expected);
+  EXPECT_EQ((*kv)->ScheduledCompactRev(), 20);
+  // Whole-state hashes agree: keys, revision log and leases.
+  auto h1 = HashAll(s->engine()), h2 = HashAll(r->engine());
+  ASSERT_TRUE(h1.ok() && h2.ok());
+  EXPECT_EQ(*h1, *h2);
+  auto k1 = HashKV(s->kv(), 0), k2 = HashKV(**kv, 0);
+  ASSERT_TRUE(k1.ok() && k2.ok());
+  EXPECT_EQ(k1->hash, k2->hash);
+  // The Raft log and hard state stay behind.
+  storage::RaftLog log(r->engine());
+  ASSERT_TRUE(log.Load().ok());
+  EXPECT_EQ(log.LastIndex(), 0u);
+  EXPECT_EQ(log.hard_state().term(), 0u);
+  // The restored store keeps working: revisions continue and compaction resumes.
+  {
+    Compactor c(**kv);
+    ASSERT_TRUE(c.WaitFinished(20).ok());
+  }
+  EXPECT_EQ(Answers(**kv), expected);
+}
+
+TEST(SnapshotTest, SnapshotOfACompactedStoreRoundTrips) {
+  auto s = Populated();
+  ASSERT_TRUE(Compactor::CompactTo(s->kv(), 20).ok());
+  const auto expected = Answers(s->kv());
+  Status st;
+  auto r = Restore(WriteSnapshot(s->engine()), &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto kv = KvStore::Open(r->engine());
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(Answers(**kv), expected);
+  EXPECT_EQ((*kv)->FinishedCompactRev(), 20);
+}
+
+TEST(SnapshotTest, EveryCorruptedByteIsRejected) {
+  auto s = Store::InMemory();
+  s->Put("k", "v");
+  s->Put("k2", std::string(600, 'q'));
+  const std::string snap = WriteSnapshot(s->engine());
+  ASSERT_EQ(snap.size() % 512, 32u);
+  for (size_t i = 0; i < snap.size(); i += (i < 40 || i + 40 > snap.size()) ? 1 : 7) {
+    std::string bad = snap;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    Status st;
+    Restore(bad, &st);
+    ASSERT_FALSE(st.ok()) << "byte " << i;
+    EXPECT_EQ(st.code(), Code::kDataLoss) << "byte " << i << ": " << st.ToString();
+  }
+}
+
+TEST(SnapshotTest, TruncatedAndExtendedSnapshotsAreRejected) {
+  auto s = Populated();
+  const std::string snap = WriteSnapshot(s->engine());
+  for (size_t len : {size_t{0}, size_t{5}, size_t{12}, size_t{13}, snap.size() / 2,
+                     snap.size() - 33, snap.size() - 32, snap.size() - 1}) {
+    Status st;
+    Restore(snap.substr(0, len), &st);
+    ASSERT_FALSE(st.ok()) << len;
+    EXPECT_EQ(st.code(), Code::kDataLoss) << len << ": " << st.ToString();
+  }
+  Status st;
+  Restore(snap + "x", &st);
+  EXPECT_EQ(st.code(), Code::kDataLoss);
+  EXPECT_EQ(st.message(), "snapshot: trailing bytes after the SHA-256");
+}
+
+TEST(SnapshotTest, ForeignFilesAreRejected) {
+  Status st;
+  Restore(std::string(544, '\0'), &st);
+  EXPECT_EQ(st.code(), Code::kDataLoss);
+  EXPECT_EQ(st.message(), "snapshot: not an etcd-wrapper snapshot (bad magic)");
+  std::string v2 = WriteSnapshot(Store::InMemory()->engine());
+  v2[11] = 2;
+  Restore(v2, &st);
+  EXPECT_EQ(st.code(), Code::kDataLoss);
+  EXPECT_EQ(st.message(), "snapshot: unsupported format version 2");
+}
+
+TEST(SnapshotTest, VerifySnapshotFile) {
+  testutil::TempDir dir;
+  auto s = Populated();
+  const std::string snap = WriteSnapshot(s->engine());
+  const std::string good = dir.path() + "/good.db", bad = dir.path() + "/bad.db",
+                    tiny = dir.path() + "/tiny.db";
+  std::ofstream(good, std::ios::binary) << snap;
+  std::string corrupt = snap;
+  corrupt[100] ^= 1;
+  std::ofstream(bad, std::ios::binary) << corrupt;
+  std::ofstream(tiny, std::ios::binary) << "short";
+  EXPECT_TRUE(VerifySnapshotFile(good).ok());
+  EXPECT_EQ(VerifySnapshotFile(bad).code(), Code::kDataLoss);
+  EXPECT_EQ(VerifySnapshotFile(tiny).code(), Code::kDataLoss);
+  EXPECT_EQ(VerifySnapshotFile(dir.path() + "/missing.db").code(), Code::kNotFound);
+  // Restoring from the file works too.
+  std::ifstream in(good, std::ios::binary);
+  auto target = Store::InMemory();
+  ASSERT_TRUE(RestoreSnapshot(in, target->engine()).ok());
+}
+
+}  // namespace
+}  // namespace etcdw::mvcc
