@@ -36,18 +36,27 @@ uint64_t InitialRequestId(uint64_t member_id) {
 Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& cfg,
                                                      const common::Clock& clock) {
   std::unique_ptr<EtcdServer> s(new EtcdServer(cfg, clock));
-  if (cfg.initial_cluster.size() > 1 || cfg.initial_cluster_state != "new") {
+  std::string member_dir = cfg.data_dir + "/member";
+  // As etcd, the initial-cluster settings matter only when the member is created; a restart
+  // uses the membership stored in the data directory.
+  struct stat st {};
+  const bool fresh = stat((member_dir + "/store/CURRENT").c_str(), &st) != 0;
+  if (fresh && (cfg.initial_cluster.size() > 1 || cfg.initial_cluster_state != "new")) {
     return InvalidArgument(
         "initial-cluster: this build runs single-member clusters only (initial-cluster must "
         "name just this member and initial-cluster-state must be new)");
   }
-  std::string member_dir = cfg.data_dir + "/member";
   if (mkdir(member_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return InvalidArgument("data-dir: cannot create \"" + member_dir + "\": " + std::strerror(errno));
   }
   ETCDW_ASSIGN_OR_RETURN(s->engine_, storage::Engine::Open(member_dir + "/store", {}));
   ETCDW_ASSIGN_OR_RETURN(s->kv_, mvcc::KvStore::Open(*s->engine_));
   ETCDW_ASSIGN_OR_RETURN(s->cluster_, LoadOrBootstrapCluster(*s->engine_, cfg));
+  if (s->cluster_.members.size() > 1) {
+    return InvalidArgument("data-dir: the stored membership has " +
+                           std::to_string(s->cluster_.members.size()) +
+                           " members; this build runs single-member clusters only");
+  }
   // This member's attributes come from its configuration at every start, as etcd publishes them.
   for (auto& m : s->cluster_.members) {
     if (m.id != s->cluster_.local_id) continue;

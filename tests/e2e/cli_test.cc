@@ -367,6 +367,35 @@ TEST(CliTest, SigtermStopsGracefullyAndDataPersists) {
   EXPECT_EQ(m.process().Wait(std::chrono::seconds(20)), 0) << m.log();
 }
 
+TEST(CliTest, StopIsPromptWithIdleClientsAndOpenStreams) {
+  Member m(Member::Kind::kEtcdWrapper);
+  ASSERT_TRUE(m.Start()) << m.log();
+  // A client that stays connected after a call, and an open watch stream: neither may hold up
+  // a graceful stop (gRPC alone would wait for idle connections until its deadline).
+  Client idle(m.NewChannel());
+  ASSERT_TRUE(idle.Put("k", "v").ok());
+  grpc::ClientContext watch_ctx;
+  auto watch = idle.watch->Watch(&watch_ctx);
+  etcdserverpb::WatchRequest req;
+  req.mutable_create_request()->set_key("k");
+  ASSERT_TRUE(watch->Write(req));
+  etcdserverpb::WatchResponse created;
+  ASSERT_TRUE(watch->Read(&created));
+  ASSERT_TRUE(created.created());
+  auto start = std::chrono::steady_clock::now();
+  m.process().Signal(SIGTERM);
+  auto rc = m.process().Wait(std::chrono::seconds(20));
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(rc.has_value()) << m.log();
+  EXPECT_EQ(*rc, 0) << m.log();
+  EXPECT_LT(took, std::chrono::milliseconds(1500)) << m.log();
+  // The watch stream ends instead of hanging.
+  etcdserverpb::WatchResponse more;
+  while (watch->Read(&more)) {
+  }
+  watch->Finish();
+}
+
 TEST(CliTest, SecondSignalExitsWithOne) {
   Member m(Member::Kind::kEtcdWrapper);
   ASSERT_TRUE(m.Start()) << m.log();

@@ -219,3 +219,31 @@ TEST_F(EtcdServerTest, QuotaRaisesNoSpaceAlarmReadsContinueDisarmRestoresWrites)
 
 }  // namespace
 }  // namespace etcdw::server
+
+namespace etcdw::server {
+namespace {
+
+TEST_F(EtcdServerTest, RestartIgnoresInitialClusterSettingsLikeEtcd) {
+  Open();
+  ASSERT_TRUE(Put("k", "v").ok());
+  uint64_t id = server_->member_id();
+  server_->Stop();
+  // The sidecar renders initial-cluster-state: existing for restarts; it must not matter now.
+  Open("initial-cluster-state: existing\ninitial-cluster-token: another\n");
+  EXPECT_EQ(server_->member_id(), id);
+  auto r = Get("k");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kvs_size(), 1);
+}
+
+TEST_F(EtcdServerTest, FreshMemberJoiningAnExistingClusterIsRefusedClearly) {
+  auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ + "\ninitial-cluster-state: existing\n",
+                                 "test");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto s = EtcdServer::Open(*cfg, clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("single-member clusters only"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace etcdw::server

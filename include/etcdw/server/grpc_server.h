@@ -16,6 +16,10 @@ class Service;
 
 namespace etcdw::server {
 
+namespace grpcapi {
+class CallTracker;
+}
+
 class GrpcServer {
  public:
   // Binds every listen-client-url and starts serving. Errors name the URL that failed.
@@ -29,6 +33,7 @@ class GrpcServer {
 
  private:
   GrpcServer();
+  std::unique_ptr<grpcapi::CallTracker> calls_;
   std::vector<std::unique_ptr<grpc::Service>> services_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<int> ports_;

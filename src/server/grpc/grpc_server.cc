@@ -65,10 +65,11 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(EtcdServer& server) {
     ETCDW_ASSIGN_OR_RETURN(auto creds, Credentials(url, cfg.client_tls));
     b.AddListeningPort(url.HostPort(), creds, &g->ports_[i]);
   }
-  g->services_.push_back(grpcapi::NewKvService(server));
+  g->calls_ = std::make_unique<grpcapi::CallTracker>();
+  g->services_.push_back(grpcapi::NewKvService(server, *g->calls_));
   g->services_.push_back(grpcapi::NewWatchService(server));
-  g->services_.push_back(grpcapi::NewLeaseService(server));
-  g->services_.push_back(grpcapi::NewMaintenanceService(server));
+  g->services_.push_back(grpcapi::NewLeaseService(server, *g->calls_));
+  g->services_.push_back(grpcapi::NewMaintenanceService(server, *g->calls_));
   g->services_.push_back(grpcapi::NewClusterService(server));
   for (auto& s : g->services_) b.RegisterService(s.get());
 
@@ -91,7 +92,10 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(EtcdServer& server) {
 void GrpcServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_ || !server_) return;
   shut_down_ = true;
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  // Let calls being answered finish (bounded by `grace`), then stop at once: streams are
+  // cancelled and idle client connections do not hold the stop up.
+  if (!calls_->WaitIdle(grace)) log::Warn("stopping with client calls still in flight");
+  server_->Shutdown(std::chrono::system_clock::now());
 }
 
 GrpcServer::GrpcServer() = default;

@@ -4,6 +4,10 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
 
@@ -14,39 +18,57 @@ inline grpc::Status ToGrpc(const Status& st) {
   return grpc::Status(static_cast<grpc::StatusCode>(st.code()), st.message());
 }
 
+// Counts unary calls answered asynchronously, so a graceful stop can wait for exactly those
+// (gRPC's own Shutdown(deadline) also waits for idle client connections until the deadline).
+class CallTracker {
+ public:
+  void Enter() {
+    std::lock_guard lock(mu_);
+    ++n_;
+  }
+  void Leave() {
+    std::lock_guard lock(mu_);
+    if (--n_ == 0) cv_.notify_all();
+  }
+  // Waits until no call is in flight; false on timeout.
+  bool WaitIdle(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return n_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_ = 0;
+};
+
 // Answers a unary call from a server Reply: on success moves the result into `out`, fills its
-// header and finishes OK; otherwise finishes with the error.
+// header (unless etcd sends none for this call) and finishes OK; otherwise finishes with the
+// error. The call counts as in flight until then.
 template <typename Resp>
-Reply<Resp> FinishWith(EtcdServer& server, grpc::ServerUnaryReactor* reactor, Resp* out) {
-  return [&server, reactor, out](Result<Resp> r) {
+Reply<Resp> FinishWith(EtcdServer& server, CallTracker& calls, grpc::ServerUnaryReactor* reactor,
+                       Resp* out, bool header = true) {
+  calls.Enter();
+  return [&server, &calls, reactor, out, header](Result<Resp> r) {
     if (!r.ok()) {
       reactor->Finish(ToGrpc(r.status()));
-      return;
+    } else {
+      *out = std::move(r).value();
+      if (header) {
+        server.FillHeader(out->mutable_header());
+      } else {
+        out->clear_header();
+      }
+      reactor->Finish(grpc::Status::OK);
     }
-    *out = std::move(r).value();
-    server.FillHeader(out->mutable_header());
-    reactor->Finish(grpc::Status::OK);
+    calls.Leave();
   };
 }
 
-// Like FinishWith, for the answers etcd sends without any header (Alarm, Defragment).
-template <typename Resp>
-Reply<Resp> FinishWithoutHeader(grpc::ServerUnaryReactor* reactor, Resp* out) {
-  return [reactor, out](Result<Resp> r) {
-    if (!r.ok()) {
-      reactor->Finish(ToGrpc(r.status()));
-      return;
-    }
-    *out = std::move(r).value();
-    out->clear_header();
-    reactor->Finish(grpc::Status::OK);
-  };
-}
-
-std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server);
+std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server, CallTracker& calls);
 std::unique_ptr<grpc::Service> NewWatchService(EtcdServer& server);
-std::unique_ptr<grpc::Service> NewLeaseService(EtcdServer& server);
-std::unique_ptr<grpc::Service> NewMaintenanceService(EtcdServer& server);
+std::unique_ptr<grpc::Service> NewLeaseService(EtcdServer& server, CallTracker& calls);
+std::unique_ptr<grpc::Service> NewMaintenanceService(EtcdServer& server, CallTracker& calls);
 std::unique_ptr<grpc::Service> NewClusterService(EtcdServer& server);
 
 }  // namespace etcdw::server::grpcapi

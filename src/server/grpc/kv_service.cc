@@ -10,19 +10,19 @@ using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
 
 class KvService final : public KV::CallbackService {
  public:
-  explicit KvService(EtcdServer& s) : s_(s) {}
+  KvService(EtcdServer& s, CallTracker& calls) : s_(s), calls_(calls) {}
 
   grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* ctx, const RangeRequest* req,
                                   RangeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Range(*req, FinishWith(s_, reactor, resp));
+    s_.Range(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
   grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const PutRequest* req,
                                 PutResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Put(*req, FinishWith(s_, reactor, resp));
+    s_.Put(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
@@ -30,32 +30,33 @@ class KvService final : public KV::CallbackService {
                                         const DeleteRangeRequest* req,
                                         DeleteRangeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.DeleteRange(*req, FinishWith(s_, reactor, resp));
+    s_.DeleteRange(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
   grpc::ServerUnaryReactor* Txn(grpc::CallbackServerContext* ctx, const TxnRequest* req,
                                 TxnResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Txn(*req, FinishWith(s_, reactor, resp));
+    s_.Txn(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
   grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* ctx, const CompactionRequest* req,
                                     CompactionResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Compact(*req, FinishWith(s_, reactor, resp));
+    s_.Compact(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
  private:
   EtcdServer& s_;
+  CallTracker& calls_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server) {
-  return std::make_unique<KvService>(server);
+std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server, CallTracker& calls) {
+  return std::make_unique<KvService>(server, calls);
 }
 
 }  // namespace etcdw::server::grpcapi

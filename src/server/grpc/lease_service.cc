@@ -51,13 +51,13 @@ class KeepAliveReactor final
 
 class LeaseService final : public etcdserverpb::Lease::CallbackService {
  public:
-  explicit LeaseService(EtcdServer& s) : s_(s) {}
+  LeaseService(EtcdServer& s, CallTracker& calls) : s_(s), calls_(calls) {}
 
   grpc::ServerUnaryReactor* LeaseGrant(grpc::CallbackServerContext* ctx,
                                        const LeaseGrantRequest* req,
                                        LeaseGrantResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.LeaseGrant(*req, FinishWith(s_, reactor, resp));
+    s_.LeaseGrant(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
@@ -65,7 +65,7 @@ class LeaseService final : public etcdserverpb::Lease::CallbackService {
                                         const LeaseRevokeRequest* req,
                                         LeaseRevokeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.LeaseRevoke(*req, FinishWith(s_, reactor, resp));
+    s_.LeaseRevoke(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
@@ -94,12 +94,13 @@ class LeaseService final : public etcdserverpb::Lease::CallbackService {
 
  private:
   EtcdServer& s_;
+  CallTracker& calls_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewLeaseService(EtcdServer& server) {
-  return std::make_unique<LeaseService>(server);
+std::unique_ptr<grpc::Service> NewLeaseService(EtcdServer& server, CallTracker& calls) {
+  return std::make_unique<LeaseService>(server, calls);
 }
 
 }  // namespace etcdw::server::grpcapi

@@ -98,12 +98,12 @@ class SnapshotReactor final : public grpc::ServerWriteReactor<SnapshotResponse> 
 
 class MaintenanceService final : public etcdserverpb::Maintenance::CallbackService {
  public:
-  explicit MaintenanceService(EtcdServer& s) : s_(s) {}
+  MaintenanceService(EtcdServer& s, CallTracker& calls) : s_(s), calls_(calls) {}
 
   grpc::ServerUnaryReactor* Alarm(grpc::CallbackServerContext* ctx, const AlarmRequest* req,
                                   AlarmResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Alarm(*req, FinishWithoutHeader(reactor, resp));  // etcd sends no header here
+    s_.Alarm(*req, FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
     return reactor;
   }
 
@@ -118,21 +118,21 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* ctx, const DefragmentRequest*,
                                        DefragmentResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Defragment(FinishWithoutHeader(reactor, resp));  // etcd sends no header here
+    s_.Defragment(FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
     return reactor;
   }
 
   grpc::ServerUnaryReactor* Hash(grpc::CallbackServerContext* ctx, const HashRequest*,
                                  HashResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Hash(FinishWith(s_, reactor, resp));
+    s_.Hash(FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
   grpc::ServerUnaryReactor* HashKV(grpc::CallbackServerContext* ctx, const HashKVRequest* req,
                                    HashKVResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.HashKV(*req, FinishWith(s_, reactor, resp));
+    s_.HashKV(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
@@ -160,6 +160,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
 
  private:
   EtcdServer& s_;
+  CallTracker& calls_;
 };
 
 class ClusterService final : public etcdserverpb::Cluster::CallbackService {
@@ -180,8 +181,8 @@ class ClusterService final : public etcdserverpb::Cluster::CallbackService {
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewMaintenanceService(EtcdServer& server) {
-  return std::make_unique<MaintenanceService>(server);
+std::unique_ptr<grpc::Service> NewMaintenanceService(EtcdServer& server, CallTracker& calls) {
+  return std::make_unique<MaintenanceService>(server, calls);
 }
 
 std::unique_ptr<grpc::Service> NewClusterService(EtcdServer& server) {
