@@ -7,8 +7,8 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -23,29 +23,76 @@ namespace {
 
 // Keys etcd's config loader understands that etcd-wrapper accepts without acting on them.
 const std::set<std::string>& InertKeys() {
-  static const std::set<std::string> keys = {
-      "enable-v2", "enable-grpc-gateway", "metrics", "max-snapshots", "max-wals", "cors",
-      "host-whitelist", "strict-reconfig-check", "pre-vote", "auth-token", "bcrypt-cost",
-      "logger", "log-outputs", "log-package-levels", "debug", "discovery", "discovery-fallback",
-      "discovery-proxy", "discovery-srv", "discovery-srv-name", "force-new-cluster",
-      "enable-pprof", "self-signed-cert-validity", "backend-batch-interval",
-      "backend-batch-limit", "backend-bbolt-freelist-type", "cipher-suites", "tls-min-version",
-      "tls-max-version", "next-cluster-version-compatible", "wal-dir", "grpc-keepalive-min-time",
-      "grpc-keepalive-interval", "grpc-keepalive-timeout", "socket-reuse-port",
-      "socket-reuse-address", "listen-client-http-urls", "max-concurrent-streams",
-      "unsafe-no-fsync", "auto-compaction-retention-unit", "client-crl-file", "peer-crl-file",
-      "log-rotation-config-json", "enable-log-rotation", "experimental-initial-corrupt-check",
-      "experimental-corrupt-check-time", "experimental-enable-v2v3",
-      "experimental-enable-lease-checkpoint", "experimental-compaction-batch-limit",
-      "experimental-peer-skip-client-san-verification", "experimental-backend-bbolt-freelist-type",
-      "experimental-enable-distributed-tracing", "experimental-memory-mlock",
-      "experimental-txn-mode-write-with-shared-buffer", "experimental-warning-apply-duration",
-      "experimental-bootstrap-defrag-threshold-megabytes", "experimental-max-learners",
-      "experimental-downgrade-check-time", "experimental-compact-hash-check-enabled",
-      "experimental-compact-hash-check-time", "experimental-stop-grpc-service-on-defrag",
-      "experimental-warning-unary-request-duration", "experimental-snapshot-catchup-entries",
-      "member-name-prefix", "proxy", "proxy-failure-wait", "proxy-refresh-interval",
-      "proxy-dial-timeout", "proxy-write-timeout", "proxy-read-timeout"};
+  static const std::set<std::string> keys = {"enable-v2",
+                                             "enable-grpc-gateway",
+                                             "metrics",
+                                             "max-snapshots",
+                                             "max-wals",
+                                             "cors",
+                                             "host-whitelist",
+                                             "strict-reconfig-check",
+                                             "pre-vote",
+                                             "auth-token",
+                                             "bcrypt-cost",
+                                             "logger",
+                                             "log-outputs",
+                                             "log-package-levels",
+                                             "debug",
+                                             "discovery",
+                                             "discovery-fallback",
+                                             "discovery-proxy",
+                                             "discovery-srv",
+                                             "discovery-srv-name",
+                                             "force-new-cluster",
+                                             "enable-pprof",
+                                             "self-signed-cert-validity",
+                                             "backend-batch-interval",
+                                             "backend-batch-limit",
+                                             "backend-bbolt-freelist-type",
+                                             "cipher-suites",
+                                             "tls-min-version",
+                                             "tls-max-version",
+                                             "next-cluster-version-compatible",
+                                             "wal-dir",
+                                             "grpc-keepalive-min-time",
+                                             "grpc-keepalive-interval",
+                                             "grpc-keepalive-timeout",
+                                             "socket-reuse-port",
+                                             "socket-reuse-address",
+                                             "listen-client-http-urls",
+                                             "max-concurrent-streams",
+                                             "unsafe-no-fsync",
+                                             "auto-compaction-retention-unit",
+                                             "client-crl-file",
+                                             "peer-crl-file",
+                                             "log-rotation-config-json",
+                                             "enable-log-rotation",
+                                             "experimental-initial-corrupt-check",
+                                             "experimental-corrupt-check-time",
+                                             "experimental-enable-v2v3",
+                                             "experimental-enable-lease-checkpoint",
+                                             "experimental-compaction-batch-limit",
+                                             "experimental-peer-skip-client-san-verification",
+                                             "experimental-backend-bbolt-freelist-type",
+                                             "experimental-enable-distributed-tracing",
+                                             "experimental-memory-mlock",
+                                             "experimental-txn-mode-write-with-shared-buffer",
+                                             "experimental-warning-apply-duration",
+                                             "experimental-bootstrap-defrag-threshold-megabytes",
+                                             "experimental-max-learners",
+                                             "experimental-downgrade-check-time",
+                                             "experimental-compact-hash-check-enabled",
+                                             "experimental-compact-hash-check-time",
+                                             "experimental-stop-grpc-service-on-defrag",
+                                             "experimental-warning-unary-request-duration",
+                                             "experimental-snapshot-catchup-entries",
+                                             "member-name-prefix",
+                                             "proxy",
+                                             "proxy-failure-wait",
+                                             "proxy-refresh-interval",
+                                             "proxy-dial-timeout",
+                                             "proxy-write-timeout",
+                                             "proxy-read-timeout"};
   return keys;
 }
 
@@ -118,11 +165,16 @@ void ParseTls(const YAML::Node& n, TlsConfig& tls, const std::string& parent) {
     std::string key = it->first.Scalar();
     // A copy: the iterator's `->` yields a temporary, a reference would dangle.
     const YAML::Node v = it->second;
-    if (key == "cert-file") tls.cert_file = std::string(Trim(Scalar(v)));
-    else if (key == "key-file") tls.key_file = std::string(Trim(Scalar(v)));
-    else if (key == "trusted-ca-file") tls.trusted_ca_file = std::string(Trim(Scalar(v)));
-    else if (key == "client-cert-auth") tls.client_cert_auth = ToBool(v);
-    else if (key == "auto-tls") tls.auto_tls = ToBool(v);
+    if (key == "cert-file")
+      tls.cert_file = std::string(Trim(Scalar(v)));
+    else if (key == "key-file")
+      tls.key_file = std::string(Trim(Scalar(v)));
+    else if (key == "trusted-ca-file")
+      tls.trusted_ca_file = std::string(Trim(Scalar(v)));
+    else if (key == "client-cert-auth")
+      tls.client_cert_auth = ToBool(v);
+    else if (key == "auto-tls")
+      tls.auto_tls = ToBool(v);
     else if (key == "crl-file" || key == "allowed-cn" || key == "allowed-hostname" ||
              key == "skip-client-san-verification" || key == "insecure-skip-verify" ||
              key == "ca-file") {
@@ -187,13 +239,20 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text,
     while (i < s.size() && !std::isdigit(static_cast<unsigned char>(s[i])) && s[i] != '.') ++i;
     std::string unit = s.substr(ustart, i - ustart);
     uint64_t unit_ns;
-    if (unit == "ns") unit_ns = 1;
-    else if (unit == "us" || unit == "\xC2\xB5s") unit_ns = 1000;
-    else if (unit == "ms") unit_ns = 1000000;
-    else if (unit == "s") unit_ns = 1000000000;
-    else if (unit == "m") unit_ns = 60000000000;
-    else if (unit == "h") unit_ns = 3600000000000;
-    else return InvalidArgument("invalid duration \"" + s + "\": unknown unit \"" + unit + "\"");
+    if (unit == "ns")
+      unit_ns = 1;
+    else if (unit == "us" || unit == "\xC2\xB5s")
+      unit_ns = 1000;
+    else if (unit == "ms")
+      unit_ns = 1000000;
+    else if (unit == "s")
+      unit_ns = 1000000000;
+    else if (unit == "m")
+      unit_ns = 60000000000;
+    else if (unit == "h")
+      unit_ns = 3600000000000;
+    else
+      return InvalidArgument("invalid duration \"" + s + "\": unknown unit \"" + unit + "\"");
     total_ns += static_cast<unsigned __int128>(whole) * unit_ns +
                 static_cast<unsigned __int128>(frac) * unit_ns / scale;
     if (total_ns > static_cast<unsigned __int128>(kMaxNs)) return invalid();
@@ -221,16 +280,37 @@ Result<EtcdConfig> ParseConfig(const std::string& yaml_text, const std::string& 
   const std::map<std::string, Setter> setters = {
       {"name", [&](auto& n) { cfg.name = Scalar(n); }},
       {"data-dir", [&](auto& n) { cfg.data_dir = std::string(Trim(Scalar(n))); }},
-      {"listen-client-urls", [&](auto& n) { cfg.listen_client_urls = ToUrls(n); lcu_set = true; }},
-      {"advertise-client-urls", [&](auto& n) { cfg.advertise_client_urls = ToUrls(n); acu_set = true; }},
-      {"listen-peer-urls", [&](auto& n) { cfg.listen_peer_urls = ToUrls(n); lpu_set = true; }},
+      {"listen-client-urls",
+       [&](auto& n) {
+         cfg.listen_client_urls = ToUrls(n);
+         lcu_set = true;
+       }},
+      {"advertise-client-urls",
+       [&](auto& n) {
+         cfg.advertise_client_urls = ToUrls(n);
+         acu_set = true;
+       }},
+      {"listen-peer-urls",
+       [&](auto& n) {
+         cfg.listen_peer_urls = ToUrls(n);
+         lpu_set = true;
+       }},
       {"initial-advertise-peer-urls",
-       [&](auto& n) { cfg.initial_advertise_peer_urls = ToUrls(n); iapu_set = true; }},
-      {"listen-metrics-urls", [&](auto& n) {
+       [&](auto& n) {
+         cfg.initial_advertise_peer_urls = ToUrls(n);
+         iapu_set = true;
+       }},
+      {"listen-metrics-urls",
+       [&](auto& n) {
          if (!Trim(Scalar(n)).empty()) cfg.listen_metrics_urls = ToUrls(n);
        }},
-      {"initial-cluster", [&](auto& n) { cfg.initial_cluster = ToCluster(n); cluster_set = true; }},
-      {"initial-cluster-state", [&](auto& n) {
+      {"initial-cluster",
+       [&](auto& n) {
+         cfg.initial_cluster = ToCluster(n);
+         cluster_set = true;
+       }},
+      {"initial-cluster-state",
+       [&](auto& n) {
          std::string s(Trim(Scalar(n)));
          cfg.initial_cluster_state = s.empty() ? "new" : s;
        }},
@@ -243,11 +323,13 @@ Result<EtcdConfig> ParseConfig(const std::string& yaml_text, const std::string& 
       {"quota-backend-bytes", [&](auto& n) { cfg.quota_backend_bytes = ToInt(n); }},
       {"max-request-bytes", [&](auto& n) { cfg.max_request_bytes = ToUint(n); }},
       {"max-txn-ops", [&](auto& n) { cfg.max_txn_ops = ToUint(n); }},
-      {"auto-compaction-mode", [&](auto& n) {
+      {"auto-compaction-mode",
+       [&](auto& n) {
          std::string s(Trim(Scalar(n)));
          cfg.auto_compaction_mode = s.empty() ? "periodic" : s;
        }},
-      {"auto-compaction-retention", [&](auto& n) {
+      {"auto-compaction-retention",
+       [&](auto& n) {
          std::string s(Trim(Scalar(n)));
          cfg.auto_compaction_retention = s.empty() ? "0" : s;
        }},
@@ -312,7 +394,8 @@ Status ValidateConfig(const EtcdConfig& cfg) {
     return InvalidArgument("election-timeout: " + std::to_string(cfg.election_timeout.count()) +
                            "ms is too long, and should be set less than 50000ms");
   }
-  if (cfg.max_request_bytes == 0) return InvalidArgument("max-request-bytes: must be greater than 0");
+  if (cfg.max_request_bytes == 0)
+    return InvalidArgument("max-request-bytes: must be greater than 0");
   if (cfg.max_txn_ops == 0) return InvalidArgument("max-txn-ops: must be greater than 0");
   if (cfg.auto_compaction_mode != "periodic" && cfg.auto_compaction_mode != "revision") {
     return InvalidArgument("auto-compaction-mode: \"" + cfg.auto_compaction_mode +
@@ -360,8 +443,7 @@ Status ValidateConfig(const EtcdConfig& cfg) {
       return s;
     };
     if (sorted(self->second) != sorted(cfg.initial_advertise_peer_urls)) {
-      return InvalidArgument("initial-cluster: entry \"" + cfg.name + "=" +
-                             JoinUrls(self->second) +
+      return InvalidArgument("initial-cluster: entry \"" + cfg.name + "=" + JoinUrls(self->second) +
                              "\" does not match initial-advertise-peer-urls " +
                              JoinUrls(cfg.initial_advertise_peer_urls));
     }

@@ -3,8 +3,8 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <string_view>
 #include <sstream>
+#include <string_view>
 
 #include "etcdw/common/config.h"
 #include "etcdw/common/url.h"
@@ -119,13 +119,18 @@ bool ParseGoInt(const std::string& s, int64_t* out, std::string* err) {
     if (s[i] == '_') continue;
     unsigned char c = static_cast<unsigned char>(s[i]);
     uint64_t d;
-    if (std::isdigit(c)) d = c - '0';
-    else if (std::isalpha(c)) d = static_cast<uint64_t>(std::tolower(c) - 'a' + 10);
-    else return false;
+    if (std::isdigit(c))
+      d = c - '0';
+    else if (std::isalpha(c))
+      d = static_cast<uint64_t>(std::tolower(c) - 'a' + 10);
+    else
+      return false;
     if (d >= base) return false;
     digits_seen = true;
-    if (v > (limit - d) / base) overflow = true;
-    else v = v * base + d;
+    if (v > (limit - d) / base)
+      overflow = true;
+    else
+      v = v * base + d;
   }
   if (!digits_seen) return false;
   if (overflow) {
@@ -161,20 +166,20 @@ void FlagSet::Int(const std::string& name, int64_t* target, int64_t def, const s
 
 void FlagSet::Bool(const std::string& name, bool* target, bool def, const std::string& usage) {
   *target = def;
-  flags_[name] = Flag{"", usage, def ? "true" : "", true,
-                      [target](const std::string& v, std::string* err) {
-                        // strconv.ParseBool
-                        if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") {
-                          *target = true;
-                        } else if (v == "0" || v == "f" || v == "F" || v == "false" ||
-                                   v == "FALSE" || v == "False") {
-                          *target = false;
-                        } else {
-                          *err = "parse error";
-                          return false;
-                        }
-                        return true;
-                      }};
+  flags_[name] =
+      Flag{"", usage, def ? "true" : "", true, [target](const std::string& v, std::string* err) {
+             // strconv.ParseBool
+             if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") {
+               *target = true;
+             } else if (v == "0" || v == "f" || v == "F" || v == "false" || v == "FALSE" ||
+                        v == "False") {
+               *target = false;
+             } else {
+               *err = "parse error";
+               return false;
+             }
+             return true;
+           }};
 }
 
 void FlagSet::Duration(const std::string& name, std::chrono::milliseconds* target,

@@ -33,11 +33,16 @@ spdlog::logger& Logger() {
 
 const char* LevelName(Level l) {
   switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    case Level::kOff: return "off";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    case Level::kOff:
+      return "off";
   }
   return "info";
 }
@@ -45,8 +50,8 @@ const char* LevelName(Level l) {
 void AppendTimestamp(std::string& out) {
   auto now = std::chrono::system_clock::now();
   auto secs = std::chrono::time_point_cast<std::chrono::seconds>(now);
-  int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - secs).count());
+  int ms =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now - secs).count());
   std::time_t t = std::chrono::system_clock::to_time_t(secs);
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -120,21 +125,31 @@ void AppendJsonString(std::string& out, std::string_view s) {
       out.push_back(static_cast<char>(c));
       ++i;
     } else if (c == '\n') {
-      out += "\\n"; ++i;
+      out += "\\n";
+      ++i;
     } else if (c == '\r') {
-      out += "\\r"; ++i;
+      out += "\\r";
+      ++i;
     } else if (c == '\t') {
-      out += "\\t"; ++i;
+      out += "\\t";
+      ++i;
     } else if (c < 0x20 || c == 0x7f) {
-      out += "\\u00"; out.push_back(kHex[c >> 4]); out.push_back(kHex[c & 15]); ++i;
+      out += "\\u00";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+      ++i;
     } else if (c < 0x80) {
-      out.push_back(static_cast<char>(c)); ++i;
+      out.push_back(static_cast<char>(c));
+      ++i;
     } else if (size_t len = Utf8SequenceLength(s.substr(i)); len > 0) {
       // A well-formed sequence is copied; anything else is escaped one byte at a time.
       out.append(s.substr(i, len));
       i += len;
     } else {
-      out += "\\u00"; out.push_back(kHex[c >> 4]); out.push_back(kHex[c & 15]); ++i;
+      out += "\\u00";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+      ++i;
     }
   }
   out.push_back('"');

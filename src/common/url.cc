@@ -7,7 +7,8 @@ namespace etcdw::common {
 std::string_view Trim(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r'))
+    --e;
   return s.substr(b, e - b);
 }
 
@@ -16,7 +17,8 @@ std::vector<std::string> Split(std::string_view text, char sep) {
   size_t start = 0;
   while (true) {
     size_t pos = text.find(sep, start);
-    std::string_view part = text.substr(start, pos == std::string_view::npos ? text.npos : pos - start);
+    std::string_view part =
+        text.substr(start, pos == std::string_view::npos ? text.npos : pos - start);
     out.emplace_back(Trim(part));
     if (pos == std::string_view::npos) break;
     start = pos + 1;

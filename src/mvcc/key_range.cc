@@ -12,9 +12,12 @@ KeyRange KeyRange::FromRequest(std::string_view key, std::string_view range_end)
 
 bool KeyRange::Contains(std::string_view k) const {
   switch (kind) {
-    case Kind::kSingle: return k == key;
-    case Kind::kFromKey: return k >= std::string_view(key);
-    case Kind::kRange: return k >= std::string_view(key) && k < std::string_view(end);
+    case Kind::kSingle:
+      return k == key;
+    case Kind::kFromKey:
+      return k >= std::string_view(key);
+    case Kind::kRange:
+      return k >= std::string_view(key) && k < std::string_view(end);
   }
   return false;
 }

@@ -20,7 +20,10 @@ class SnapshotView final : public ReadView {
  public:
   SnapshotView(const storage::Engine& engine, std::unique_ptr<storage::Snapshot> snap, int64_t rev,
                int64_t compact_rev, const LeaseTable& leases)
-      : engine_(engine), snap_(std::move(snap)), rev_(rev), compact_rev_(compact_rev),
+      : engine_(engine),
+        snap_(std::move(snap)),
+        rev_(rev),
+        compact_rev_(compact_rev),
         leases_(leases) {}
   int64_t Rev() const override { return rev_; }
   int64_t CompactRev() const override { return compact_rev_; }
@@ -191,7 +194,9 @@ Result<int64_t> WriteTxn::DeleteRange(const KeyRange& range,
 // ApplyBatch
 
 ApplyBatch::ApplyBatch(KvStore& store)
-    : store_(store), batch_(store.engine_), pending_rev_(store.Rev()),
+    : store_(store),
+      batch_(store.engine_),
+      pending_rev_(store.Rev()),
       pending_compact_rev_(store.CompactRev()) {}
 
 std::unique_ptr<WriteTxn> ApplyBatch::Begin() {

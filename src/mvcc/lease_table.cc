@@ -62,8 +62,8 @@ size_t LeaseTable::Size() const {
   return leases_.size();
 }
 
-Result<std::vector<std::string>> LeaseTable::AttachedKeys(const storage::Engine& engine,
-                                                          int64_t id, storage::Batch* batch) {
+Result<std::vector<std::string>> LeaseTable::AttachedKeys(const storage::Engine& engine, int64_t id,
+                                                          storage::Batch* batch) {
   std::string prefix = AttachmentPrefix(id);
   storage::ReadOptions ro;
   ro.lower_bound = prefix;

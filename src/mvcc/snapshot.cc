@@ -186,7 +186,8 @@ Status RestoreSnapshot(std::istream& in, storage::Engine& engine) {
   uint64_t records = 0;
   while (true) {
     char col;
-    if (!r.Read(&col, 1)) return DataLoss("snapshot: truncated after " + std::to_string(records) + " records");
+    if (!r.Read(&col, 1))
+      return DataLoss("snapshot: truncated after " + std::to_string(records) + " records");
     if (static_cast<uint8_t>(col) == kEndMarker) break;
     bool known = false;
     for (Column c : kSnapshotColumns) known |= static_cast<int>(c) == col;

@@ -47,13 +47,18 @@ Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadView& view, const Ran
   auto prune = [&kvs](auto drop) {
     kvs.erase(std::remove_if(kvs.begin(), kvs.end(), drop), kvs.end());
   };
-  if (r.max_mod_revision() != 0) prune([&](auto& kv) { return kv.mod_revision() > r.max_mod_revision(); });
-  if (r.min_mod_revision() != 0) prune([&](auto& kv) { return kv.mod_revision() < r.min_mod_revision(); });
-  if (r.max_create_revision() != 0) prune([&](auto& kv) { return kv.create_revision() > r.max_create_revision(); });
-  if (r.min_create_revision() != 0) prune([&](auto& kv) { return kv.create_revision() < r.min_create_revision(); });
+  if (r.max_mod_revision() != 0)
+    prune([&](auto& kv) { return kv.mod_revision() > r.max_mod_revision(); });
+  if (r.min_mod_revision() != 0)
+    prune([&](auto& kv) { return kv.mod_revision() < r.min_mod_revision(); });
+  if (r.max_create_revision() != 0)
+    prune([&](auto& kv) { return kv.create_revision() > r.max_create_revision(); });
+  if (r.min_create_revision() != 0)
+    prune([&](auto& kv) { return kv.create_revision() < r.min_create_revision(); });
 
   auto order = r.sort_order();
-  if (r.sort_target() != RangeRequest::KEY && order == RangeRequest::NONE) order = RangeRequest::ASCEND;
+  if (r.sort_target() != RangeRequest::KEY && order == RangeRequest::NONE)
+    order = RangeRequest::ASCEND;
   // An order etcd does not know (neither ASCEND nor DESCEND) fetches everything but sorts
   // nothing, as etcd does.
   if (order == RangeRequest::ASCEND || order == RangeRequest::DESCEND) {
@@ -66,7 +71,8 @@ Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadView& view, const Ran
         SortKvs(kvs, desc, [](auto& a, auto& b) { return a.version() < b.version(); });
         break;
       case RangeRequest::CREATE:
-        SortKvs(kvs, desc, [](auto& a, auto& b) { return a.create_revision() < b.create_revision(); });
+        SortKvs(kvs, desc,
+                [](auto& a, auto& b) { return a.create_revision() < b.create_revision(); });
         break;
       case RangeRequest::MOD:
         SortKvs(kvs, desc, [](auto& a, auto& b) { return a.mod_revision() < b.mod_revision(); });
@@ -105,21 +111,24 @@ bool CompareKv(const Compare& c, const mvccpb::KeyValue& kv) {
   int result = 0;
   switch (c.target()) {
     case Compare::VALUE: {
-      const std::string& want = c.target_union_case() == Compare::kValue ? c.value() : std::string();
+      const std::string& want =
+          c.target_union_case() == Compare::kValue ? c.value() : std::string();
       int cmp = kv.value().compare(want);
       result = cmp < 0 ? -1 : (cmp > 0 ? 1 : 0);
       break;
     }
     case Compare::CREATE:
-      result = CompareInt(kv.create_revision(),
-                          c.target_union_case() == Compare::kCreateRevision ? c.create_revision() : 0);
+      result =
+          CompareInt(kv.create_revision(),
+                     c.target_union_case() == Compare::kCreateRevision ? c.create_revision() : 0);
       break;
     case Compare::MOD:
       result = CompareInt(kv.mod_revision(),
                           c.target_union_case() == Compare::kModRevision ? c.mod_revision() : 0);
       break;
     case Compare::VERSION:
-      result = CompareInt(kv.version(), c.target_union_case() == Compare::kVersion ? c.version() : 0);
+      result =
+          CompareInt(kv.version(), c.target_union_case() == Compare::kVersion ? c.version() : 0);
       break;
     case Compare::LEASE:
       result = CompareInt(kv.lease(), c.target_union_case() == Compare::kLease ? c.lease() : 0);
@@ -128,11 +137,16 @@ bool CompareKv(const Compare& c, const mvccpb::KeyValue& kv) {
       break;
   }
   switch (c.result()) {
-    case Compare::EQUAL: return result == 0;
-    case Compare::NOT_EQUAL: return result != 0;
-    case Compare::GREATER: return result > 0;
-    case Compare::LESS: return result < 0;
-    default: return true;
+    case Compare::EQUAL:
+      return result == 0;
+    case Compare::NOT_EQUAL:
+      return result != 0;
+    case Compare::GREATER:
+      return result > 0;
+    case Compare::LESS:
+      return result < 0;
+    default:
+      return true;
   }
 }
 
@@ -300,8 +314,9 @@ Result<etcdserverpb::DeleteRangeResponse> ExecuteDeleteRange(
   return resp;
 }
 
-Result<etcdserverpb::LeaseGrantResponse> ExecuteLeaseGrant(
-    WriteTxn& txn, const etcdserverpb::LeaseGrantRequest& r, int64_t min_ttl) {
+Result<etcdserverpb::LeaseGrantResponse> ExecuteLeaseGrant(WriteTxn& txn,
+                                                           const etcdserverpb::LeaseGrantRequest& r,
+                                                           int64_t min_ttl) {
   if (r.id() == 0) return errors::LeaseNotFound();
   if (r.ttl() > kMaxLeaseTtl) return errors::LeaseTTLTooLarge();
   if (txn.leases().Exists(r.id())) return errors::LeaseExist();

@@ -34,11 +34,16 @@ Status CheckTxnOps(const etcdserverpb::TxnRequest& r, int64_t max_txn_ops);
 
 Status CheckRequestOp(const RequestOp& op, int64_t max_txn_ops) {
   switch (op.request_case()) {
-    case RequestOp::kRequestRange: return CheckRangeRequest(op.request_range());
-    case RequestOp::kRequestPut: return CheckPutRequest(op.request_put());
-    case RequestOp::kRequestDeleteRange: return CheckDeleteRequest(op.request_delete_range());
-    case RequestOp::kRequestTxn: return CheckTxnOps(op.request_txn(), max_txn_ops);
-    case RequestOp::REQUEST_NOT_SET: break;
+    case RequestOp::kRequestRange:
+      return CheckRangeRequest(op.request_range());
+    case RequestOp::kRequestPut:
+      return CheckPutRequest(op.request_put());
+    case RequestOp::kRequestDeleteRange:
+      return CheckDeleteRequest(op.request_delete_range());
+    case RequestOp::kRequestTxn:
+      return CheckTxnOps(op.request_txn(), max_txn_ops);
+    case RequestOp::REQUEST_NOT_SET:
+      break;
   }
   return errors::KeyNotFound();  // an empty operation
 }

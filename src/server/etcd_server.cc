@@ -47,7 +47,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
         "name just this member and initial-cluster-state must be new)");
   }
   if (mkdir(member_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return InvalidArgument("data-dir: cannot create \"" + member_dir + "\": " + std::strerror(errno));
+    return InvalidArgument("data-dir: cannot create \"" + member_dir +
+                           "\": " + std::strerror(errno));
   }
   ETCDW_ASSIGN_OR_RETURN(s->engine_, storage::Engine::Open(member_dir + "/store", {}));
   ETCDW_ASSIGN_OR_RETURN(s->kv_, mvcc::KvStore::Open(*s->engine_));
@@ -100,8 +101,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   s->tasks_ = std::make_unique<TaskRunner>(2);
   s->next_request_id_ = InitialRequestId(s->cluster_.local_id);
 
-  auto ac = AutoCompactor::Create(cfg.auto_compaction_mode, cfg.auto_compaction_retention,
-                                  clock.Now());
+  auto ac =
+      AutoCompactor::Create(cfg.auto_compaction_mode, cfg.auto_compaction_retention, clock.Now());
   if (!ac.ok()) return ac.status().WithContext("auto-compaction-retention");
   if (ac->enabled()) s->auto_compactor_ = std::move(ac).value();
   return s;
@@ -123,11 +124,10 @@ Status EtcdServer::Start() {
   }
   ticker_ = std::thread([this] { TickerLoop(); });
   started_ = true;
-  log::Info("etcd member started", {log::F("name", cfg_.name), log::Hex("member-id", member_id()),
-                                    log::Hex("cluster-id", cluster_id()),
-                                    log::F("revision", kv_->Rev()),
-                                    log::F("term", node_->Term()),
-                                    log::F("applied-index", node_->AppliedIndex())});
+  log::Info("etcd member started",
+            {log::F("name", cfg_.name), log::Hex("member-id", member_id()),
+             log::Hex("cluster-id", cluster_id()), log::F("revision", kv_->Rev()),
+             log::F("term", node_->Term()), log::F("applied-index", node_->AppliedIndex())});
   return Status::Ok();
 }
 
@@ -349,7 +349,8 @@ etcdserverpb::LeaseLeasesResponse EtcdServer::LeaseLeases() {
 // ---------------------------------------------------------------------------------------------
 // Maintenance
 
-void EtcdServer::Alarm(const etcdserverpb::AlarmRequest& r, Reply<etcdserverpb::AlarmResponse> reply) {
+void EtcdServer::Alarm(const etcdserverpb::AlarmRequest& r,
+                       Reply<etcdserverpb::AlarmResponse> reply) {
   internalpb::Request req;
   *req.mutable_alarm() = r;
   ProposeFor(std::move(req), std::move(reply));

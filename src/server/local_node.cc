@@ -22,7 +22,8 @@ Status LocalNode::Start() {
     ETCDW_RETURN_IF_ERROR(applier_.Apply(entries));
     lo = entries.back().index() + 1;
   }
-  if (last >= first) log::Info("replayed log", {log::F("first-index", first), log::F("last-index", last)});
+  if (last >= first)
+    log::Info("replayed log", {log::F("first-index", first), log::F("last-index", last)});
 
   // Starting is an election won alone: a new term, opened by an empty entry as a Raft leader
   // does, so terms and indexes move like etcd's on a restarted single member.

@@ -60,7 +60,8 @@ const Member* ClusterState::Find(uint64_t id) const {
   return nullptr;
 }
 
-Result<ClusterState> LoadOrBootstrapCluster(storage::Engine& engine, const common::EtcdConfig& cfg) {
+Result<ClusterState> LoadOrBootstrapCluster(storage::Engine& engine,
+                                            const common::EtcdConfig& cfg) {
   ClusterState st;
   ETCDW_ASSIGN_OR_RETURN(auto cid, engine.Get(storage::Column::kMeta, kClusterIdKey));
   if (cid) {
@@ -79,8 +80,11 @@ Result<ClusterState> LoadOrBootstrapCluster(storage::Engine& engine, const commo
       if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
         return DataLoss("member record is corrupt");
       }
-      Member m{rec.id(), rec.name(), {rec.peer_urls().begin(), rec.peer_urls().end()},
-               {rec.client_urls().begin(), rec.client_urls().end()}, rec.is_learner()};
+      Member m{rec.id(),
+               rec.name(),
+               {rec.peer_urls().begin(), rec.peer_urls().end()},
+               {rec.client_urls().begin(), rec.client_urls().end()},
+               rec.is_learner()};
       st.members.push_back(std::move(m));
     }
     ETCDW_RETURN_IF_ERROR(it->status());
@@ -120,8 +124,8 @@ Result<ClusterState> LoadOrBootstrapCluster(storage::Engine& engine, const commo
     batch.Put(storage::Column::kMeta, kMemberPrefix + IdToHex(m.id), rec.SerializeAsString());
   }
   ETCDW_RETURN_IF_ERROR(engine.Write(batch, /*sync=*/true));
-  log::Info("bootstrapped new cluster", {log::Hex("cluster-id", st.cluster_id),
-                                         log::Hex("local-member-id", st.local_id)});
+  log::Info("bootstrapped new cluster",
+            {log::Hex("cluster-id", st.cluster_id), log::Hex("local-member-id", st.local_id)});
   return st;
 }
 

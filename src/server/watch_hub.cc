@@ -18,7 +18,7 @@ struct Watcher {
   bool no_delete = false;
   bool progress_notify = false;
   bool fragment = false;
-  int64_t next_rev = 0;   // first revision not yet delivered
+  int64_t next_rev = 0;  // first revision not yet delivered
   bool synced = false;
   bool compacted = false;  // told it was compacted; kept until the client cancels it
   bool events_since_tick = false;

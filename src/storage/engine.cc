@@ -38,11 +38,16 @@ std::string EncodeFixed64BE(uint64_t v) {
 
 const char* ColumnName(Column c) {
   switch (c) {
-    case Column::kMeta: return rocksdb::kDefaultColumnFamilyName.c_str();
-    case Column::kKeys: return "keys";
-    case Column::kRevisions: return "revisions";
-    case Column::kLeases: return "leases";
-    case Column::kRaftLog: return "raft_log";
+    case Column::kMeta:
+      return rocksdb::kDefaultColumnFamilyName.c_str();
+    case Column::kKeys:
+      return "keys";
+    case Column::kRevisions:
+      return "revisions";
+    case Column::kLeases:
+      return "leases";
+    case Column::kRaftLog:
+      return "raft_log";
   }
   return "?";
 }
@@ -51,10 +56,10 @@ namespace {
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::Ok();
-  Code code = s.IsCorruption() ? Code::kDataLoss
+  Code code = s.IsCorruption()                 ? Code::kDataLoss
               : s.IsIOError() || s.IsNoSpace() ? Code::kUnavailable
-              : s.IsInvalidArgument() ? Code::kInvalidArgument
-                                      : Code::kInternal;
+              : s.IsInvalidArgument()          ? Code::kInvalidArgument
+                                               : Code::kInternal;
   return Status(code, what + ": " + s.ToString());
 }
 
@@ -69,12 +74,21 @@ class BoundedIterator final : public Iterator {
                   std::unique_ptr<rocksdb::ReadOptions> ro, std::unique_ptr<std::string> lb,
                   std::unique_ptr<std::string> ub, std::unique_ptr<rocksdb::Slice> lbs,
                   std::unique_ptr<rocksdb::Slice> ubs)
-      : ro_(std::move(ro)), lb_store_(std::move(lb)), ub_store_(std::move(ub)),
-        lb_slice_(std::move(lbs)), ub_slice_(std::move(ubs)), it_(std::move(it)), cmp_(cmp),
-        lower_(std::move(lower)), upper_(std::move(upper)) {}
+      : ro_(std::move(ro)),
+        lb_store_(std::move(lb)),
+        ub_store_(std::move(ub)),
+        lb_slice_(std::move(lbs)),
+        ub_slice_(std::move(ubs)),
+        it_(std::move(it)),
+        cmp_(cmp),
+        lower_(std::move(lower)),
+        upper_(std::move(upper)) {}
 
   void SeekToFirst() override {
-    if (lower_) it_->Seek(S(*lower_)); else it_->SeekToFirst();
+    if (lower_)
+      it_->Seek(S(*lower_));
+    else
+      it_->SeekToFirst();
   }
   void SeekToLast() override {
     if (upper_) {
@@ -85,8 +99,10 @@ class BoundedIterator final : public Iterator {
     }
   }
   void Seek(std::string_view t) override {
-    if (lower_ && cmp_->Compare(S(t), S(*lower_)) < 0) it_->Seek(S(*lower_));
-    else it_->Seek(S(t));
+    if (lower_ && cmp_->Compare(S(t), S(*lower_)) < 0)
+      it_->Seek(S(*lower_));
+    else
+      it_->Seek(S(t));
   }
   void SeekForPrev(std::string_view t) override {
     if (upper_ && cmp_->Compare(S(t), S(*upper_)) >= 0) {
@@ -261,21 +277,20 @@ PreparedRead Prepare(const ReadOptions& opts, const rocksdb::Snapshot* snap) {
 std::unique_ptr<Iterator> Engine::NewIterator(Column c, const ReadOptions& opts) const {
   PreparedRead p = Prepare(opts, opts.snapshot ? opts.snapshot->snap_ : nullptr);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(*p.ro, handle(c)));
-  return std::make_unique<BoundedIterator>(std::move(it), handle(c)->GetComparator(),
-                                           opts.lower_bound, opts.upper_bound, std::move(p.ro),
-                                           std::move(p.lb), std::move(p.ub), std::move(p.lbs),
-                                           std::move(p.ubs));
+  return std::make_unique<BoundedIterator>(
+      std::move(it), handle(c)->GetComparator(), opts.lower_bound, opts.upper_bound,
+      std::move(p.ro), std::move(p.lb), std::move(p.ub), std::move(p.lbs), std::move(p.ubs));
 }
 
 std::unique_ptr<Iterator> Engine::NewIterator(Batch& batch, Column c,
                                               const ReadOptions& opts) const {
   PreparedRead p = Prepare(opts, opts.snapshot ? opts.snapshot->snap_ : nullptr);
   rocksdb::Iterator* base = db_->NewIterator(*p.ro, handle(c));
-  std::unique_ptr<rocksdb::Iterator> it(batch.wb_->NewIteratorWithBase(handle(c), base, p.ro.get()));
-  return std::make_unique<BoundedIterator>(std::move(it), handle(c)->GetComparator(),
-                                           opts.lower_bound, opts.upper_bound, std::move(p.ro),
-                                           std::move(p.lb), std::move(p.ub), std::move(p.lbs),
-                                           std::move(p.ubs));
+  std::unique_ptr<rocksdb::Iterator> it(
+      batch.wb_->NewIteratorWithBase(handle(c), base, p.ro.get()));
+  return std::make_unique<BoundedIterator>(
+      std::move(it), handle(c)->GetComparator(), opts.lower_bound, opts.upper_bound,
+      std::move(p.ro), std::move(p.lb), std::move(p.ub), std::move(p.lbs), std::move(p.ubs));
 }
 
 std::unique_ptr<Snapshot> Engine::GetSnapshot() const {

@@ -96,7 +96,8 @@ void RaftLog::StageAppend(Batch& batch, const std::vector<raftpb::Entry>& entrie
   if (from <= last_) {
     uint64_t new_last = entries.back().index();
     if (new_last < last_) {
-      batch.DeleteRange(Column::kRaftLog, EncodeFixed64BE(new_last + 1), EncodeFixed64BE(last_ + 1));
+      batch.DeleteRange(Column::kRaftLog, EncodeFixed64BE(new_last + 1),
+                        EncodeFixed64BE(last_ + 1));
     }
   }
   std::string buf;

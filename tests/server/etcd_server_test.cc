@@ -67,7 +67,8 @@ class EtcdServerTest : public ::testing::Test {
 
 TEST_F(EtcdServerTest, WritesSurviveRestart) {
   Open();
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(Put("k" + std::to_string(i), "v" + std::to_string(i)).ok());
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(Put("k" + std::to_string(i), "v" + std::to_string(i)).ok());
   auto before = Get("k49");
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before->header().revision(), 51);
@@ -123,7 +124,8 @@ TEST_F(EtcdServerTest, ExpiredLeaseRevokesItsKeysByTheInjectedClock) {
   Open();
   etcdserverpb::LeaseGrantRequest g;
   g.set_ttl(5);
-  auto lease = Await<etcdserverpb::LeaseGrantResponse>([&](auto cb) { server_->LeaseGrant(g, cb); });
+  auto lease =
+      Await<etcdserverpb::LeaseGrantResponse>([&](auto cb) { server_->LeaseGrant(g, cb); });
   ASSERT_TRUE(lease.ok()) << lease.status().ToString();
   ASSERT_TRUE(Put("leased", "v", lease->id()).ok());
   clock_.Advance(std::chrono::seconds(4));
@@ -146,7 +148,8 @@ TEST_F(EtcdServerTest, LeasesSurviveRestartWithFullTtl) {
   etcdserverpb::LeaseGrantRequest g;
   g.set_id(77);
   g.set_ttl(10);
-  ASSERT_TRUE(Await<etcdserverpb::LeaseGrantResponse>([&](auto cb) { server_->LeaseGrant(g, cb); }).ok());
+  ASSERT_TRUE(
+      Await<etcdserverpb::LeaseGrantResponse>([&](auto cb) { server_->LeaseGrant(g, cb); }).ok());
   ASSERT_TRUE(Put("l", "v", 77).ok());
   clock_.Advance(std::chrono::seconds(8));
   server_->Stop();
@@ -237,8 +240,8 @@ TEST_F(EtcdServerTest, RestartIgnoresInitialClusterSettingsLikeEtcd) {
 }
 
 TEST_F(EtcdServerTest, FreshMemberJoiningAnExistingClusterIsRefusedClearly) {
-  auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ + "\ninitial-cluster-state: existing\n",
-                                 "test");
+  auto cfg = common::ParseConfig(
+      "name: t\ndata-dir: " + dir_ + "\ninitial-cluster-state: existing\n", "test");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto s = EtcdServer::Open(*cfg, clock_);
   ASSERT_FALSE(s.ok());

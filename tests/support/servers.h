@@ -19,7 +19,8 @@ namespace etcdw::testing {
 using Settings = std::map<std::string, std::string>;
 
 // A deadline-bound client context.
-std::unique_ptr<grpc::ClientContext> Ctx(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+std::unique_ptr<grpc::ClientContext> Ctx(
+    std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 class Client {
  public:
@@ -50,7 +51,8 @@ class Member {
 
   // Starts and waits until Maintenance.Status answers. The data directory persists across
   // Start/Stop/Kill until the Member is destroyed.
-  bool Start(const Settings& extra = {}, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  bool Start(const Settings& extra = {},
+             std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // SIGTERM and wait; returns the exit status.
   std::optional<int> Stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   void Kill();  // SIGKILL

@@ -30,7 +30,9 @@ class ManualClock final : public Clock {
   TimePoint Now() const override {
     return TimePoint(std::chrono::nanoseconds(now_ns_.load(std::memory_order_acquire)));
   }
-  void Advance(std::chrono::nanoseconds d) { now_ns_.fetch_add(d.count(), std::memory_order_acq_rel); }
+  void Advance(std::chrono::nanoseconds d) {
+    now_ns_.fetch_add(d.count(), std::memory_order_acq_rel);
+  }
 
  private:
   std::atomic<int64_t> now_ns_;

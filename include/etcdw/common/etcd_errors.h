@@ -35,10 +35,12 @@ ETCDW_ETCD_ERROR(MemberNotEnoughStarted, kFailedPrecondition,
                  "etcdserver: re-configuration failed due to not enough started members")
 ETCDW_ETCD_ERROR(MemberBadURLs, kInvalidArgument, "etcdserver: given member URLs are invalid")
 ETCDW_ETCD_ERROR(MemberNotFound, kNotFound, "etcdserver: member not found")
-ETCDW_ETCD_ERROR(MemberNotLearner, kFailedPrecondition, "etcdserver: can only promote a learner member")
+ETCDW_ETCD_ERROR(MemberNotLearner, kFailedPrecondition,
+                 "etcdserver: can only promote a learner member")
 ETCDW_ETCD_ERROR(LearnerNotReady, kFailedPrecondition,
                  "etcdserver: can only promote a learner member which is in sync with leader")
-ETCDW_ETCD_ERROR(TooManyLearners, kFailedPrecondition, "etcdserver: too many learner members in cluster")
+ETCDW_ETCD_ERROR(TooManyLearners, kFailedPrecondition,
+                 "etcdserver: too many learner members in cluster")
 ETCDW_ETCD_ERROR(ClusterIdMismatch, kFailedPrecondition, "etcdserver: cluster ID mismatch")
 
 // Leadership and availability

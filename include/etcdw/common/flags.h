@@ -31,8 +31,8 @@ class FlagSet {
   enum class Outcome { kOk, kHelp, kError };
   struct ParseResult {
     Outcome outcome = Outcome::kOk;
-    std::string error;                     // set for kError, Go's wording
-    std::vector<std::string> positional;   // arguments after the flags
+    std::string error;                    // set for kError, Go's wording
+    std::vector<std::string> positional;  // arguments after the flags
   };
   ParseResult Parse(const std::vector<std::string>& args);
 

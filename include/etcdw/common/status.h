@@ -59,13 +59,15 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {Code::kDataLoss, std::move(m)}; }
-inline Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {Code::kFailedPrecondition, std::move(m)};
+}
 
 // Either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result built from an OK status carries no value");
   }
@@ -90,17 +92,17 @@ class [[nodiscard]] Result {
 }  // namespace etcdw
 
 // Evaluates `expr` (a Status); returns it from the enclosing function when not OK.
-#define ETCDW_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::etcdw::Status etcdw_status_ = (expr);    \
+#define ETCDW_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::etcdw::Status etcdw_status_ = (expr);        \
     if (!etcdw_status_.ok()) return etcdw_status_; \
   } while (0)
 
 #define ETCDW_CONCAT_INNER_(a, b) a##b
 #define ETCDW_CONCAT_(a, b) ETCDW_CONCAT_INNER_(a, b)
 // Declares `lhs` from a Result expression, or returns its Status when not OK.
-#define ETCDW_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto ETCDW_CONCAT_(etcdw_result_, __LINE__) = (expr);                    \
-  if (!ETCDW_CONCAT_(etcdw_result_, __LINE__).ok())                        \
-    return ETCDW_CONCAT_(etcdw_result_, __LINE__).status();                \
+#define ETCDW_ASSIGN_OR_RETURN(lhs, expr)                   \
+  auto ETCDW_CONCAT_(etcdw_result_, __LINE__) = (expr);     \
+  if (!ETCDW_CONCAT_(etcdw_result_, __LINE__).ok())         \
+    return ETCDW_CONCAT_(etcdw_result_, __LINE__).status(); \
   lhs = std::move(ETCDW_CONCAT_(etcdw_result_, __LINE__)).value()

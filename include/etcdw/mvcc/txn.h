@@ -39,8 +39,9 @@ Result<etcdserverpb::DeleteRangeResponse> ExecuteDeleteRange(
 Result<etcdserverpb::TxnResponse> ExecuteTxn(WriteTxn& txn, const etcdserverpb::TxnRequest& r);
 
 // Grants a lease (TTL raised to min_ttl); returns the response with the effective TTL.
-Result<etcdserverpb::LeaseGrantResponse> ExecuteLeaseGrant(
-    WriteTxn& txn, const etcdserverpb::LeaseGrantRequest& r, int64_t min_ttl);
+Result<etcdserverpb::LeaseGrantResponse> ExecuteLeaseGrant(WriteTxn& txn,
+                                                           const etcdserverpb::LeaseGrantRequest& r,
+                                                           int64_t min_ttl);
 // Revokes a lease, deleting its keys in this transaction (one revision).
 Result<etcdserverpb::LeaseRevokeResponse> ExecuteLeaseRevoke(
     WriteTxn& txn, const etcdserverpb::LeaseRevokeRequest& r);

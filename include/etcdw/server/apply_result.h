@@ -1,13 +1,13 @@
 // The outcome of one proposed request, delivered to whoever waits for it.
 #pragma once
 
+#include <google/protobuf/message.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-
-#include <google/protobuf/message.h>
 
 #include "etcdw/common/status.h"
 

@@ -36,11 +36,11 @@ class AutoCompactor {
  private:
   bool enabled_ = false;
   bool periodic_ = true;
-  std::chrono::milliseconds period_{0};    // periodic: retention
-  std::chrono::milliseconds base_{0};      // wait before the next compaction
+  std::chrono::milliseconds period_{0};  // periodic: retention
+  std::chrono::milliseconds base_{0};    // wait before the next compaction
   std::chrono::milliseconds tick_{0};
   size_t max_samples_ = 0;
-  int64_t retention_revs_ = 0;             // revision mode
+  int64_t retention_revs_ = 0;  // revision mode
   int64_t last_compacted_ = 0;
   int64_t pending_ = 0;
   TimePoint last_success_;

@@ -37,9 +37,8 @@ using Reply = std::function<void(Result<T>)>;
 class EtcdServer {
  public:
   // Opens the data directory (creating the store on first start) and prepares the member.
-  static Result<std::unique_ptr<EtcdServer>> Open(const common::EtcdConfig& cfg,
-                                                  const common::Clock& clock =
-                                                      common::SystemClock::Instance());
+  static Result<std::unique_ptr<EtcdServer>> Open(
+      const common::EtcdConfig& cfg, const common::Clock& clock = common::SystemClock::Instance());
   ~EtcdServer();
 
   // Replays the log, starts consensus, lease expiry and background work.
@@ -71,7 +70,8 @@ class EtcdServer {
                    Reply<etcdserverpb::LeaseRevokeResponse> reply);
   // Keepalive: the lease's TTL; 0 when the lease is unknown or expired (etcd's answer).
   Result<int64_t> LeaseRenew(int64_t id);
-  etcdserverpb::LeaseTimeToLiveResponse LeaseTimeToLive(const etcdserverpb::LeaseTimeToLiveRequest& r);
+  etcdserverpb::LeaseTimeToLiveResponse LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& r);
   etcdserverpb::LeaseLeasesResponse LeaseLeases();
 
   // --- Maintenance ---

@@ -27,11 +27,11 @@ namespace etcdw::storage {
 
 // The columns of the database. Their order and names are part of the on-disk format.
 enum class Column : int {
-  kMeta = 0,     // small records: consistent index, revisions, membership, alarms
-  kKeys = 1,     // versioned keys (VersionedKeyComparator): <key><8-byte version>
-  kRevisions = 2,// revision log: <8-byte main><8-byte sub> -> event reference
-  kLeases = 3,   // lease records and lease->key attachments
-  kRaftLog = 4,  // <8-byte index> -> log entry
+  kMeta = 0,       // small records: consistent index, revisions, membership, alarms
+  kKeys = 1,       // versioned keys (VersionedKeyComparator): <key><8-byte version>
+  kRevisions = 2,  // revision log: <8-byte main><8-byte sub> -> event reference
+  kLeases = 3,     // lease records and lease->key attachments
+  kRaftLog = 4,    // <8-byte index> -> log entry
 };
 inline constexpr int kColumnCount = 5;
 const char* ColumnName(Column c);

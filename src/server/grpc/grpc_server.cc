@@ -32,12 +32,13 @@ Result<std::shared_ptr<grpc::ServerCredentials>> Credentials(const common::Url& 
                          ReadFile(tls.key_file, "client-transport-security.key-file"));
   opts.pem_key_cert_pairs.push_back({key, cert});
   if (!tls.trusted_ca_file.empty()) {
-    ETCDW_ASSIGN_OR_RETURN(opts.pem_root_certs,
-                           ReadFile(tls.trusted_ca_file, "client-transport-security.trusted-ca-file"));
+    ETCDW_ASSIGN_OR_RETURN(
+        opts.pem_root_certs,
+        ReadFile(tls.trusted_ca_file, "client-transport-security.trusted-ca-file"));
   }
-  opts.client_certificate_request =
-      tls.client_cert_auth ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                           : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  opts.client_certificate_request = tls.client_cert_auth
+                                        ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                        : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
   return grpc::SslServerCredentials(opts);
 }
 
@@ -83,8 +84,8 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(EtcdServer& server) {
     }
   }
   for (size_t i = 0; i < cfg.listen_client_urls.size(); ++i) {
-    log::Info("serving client requests",
-              {log::F("address", cfg.listen_client_urls[i].ToString()), log::F("port", g->ports_[i])});
+    log::Info("serving client requests", {log::F("address", cfg.listen_client_urls[i].ToString()),
+                                          log::F("port", g->ports_[i])});
   }
   return g;
 }

@@ -83,8 +83,7 @@ class LeaseService final : public etcdserverpb::Lease::CallbackService {
     return reactor;
   }
 
-  grpc::ServerUnaryReactor* LeaseLeases(grpc::CallbackServerContext* ctx,
-                                        const LeaseLeasesRequest*,
+  grpc::ServerUnaryReactor* LeaseLeases(grpc::CallbackServerContext* ctx, const LeaseLeasesRequest*,
                                         LeaseLeasesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     *resp = s_.LeaseLeases();

@@ -103,7 +103,8 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Alarm(grpc::CallbackServerContext* ctx, const AlarmRequest* req,
                                   AlarmResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Alarm(*req, FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
+    s_.Alarm(*req,
+             FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
     return reactor;
   }
 
@@ -118,7 +119,8 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* ctx, const DefragmentRequest*,
                                        DefragmentResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    s_.Defragment(FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
+    s_.Defragment(
+        FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
     return reactor;
   }
 
@@ -137,7 +139,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   }
 
   grpc::ServerWriteReactor<SnapshotResponse>* Snapshot(grpc::CallbackServerContext*,
-                                                      const SnapshotRequest*) override {
+                                                       const SnapshotRequest*) override {
     return new SnapshotReactor(s_);
   }
 
