@@ -100,6 +100,11 @@ struct StopRequest {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return requested; });
   }
+  // Whether a stop is requested within `d`.
+  bool WaitFor(std::chrono::milliseconds d) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, d, [&] { return requested; });
+  }
 };
 
 // gRPC's own log lines (e.g. a failed bind) go through our logger, so that everything on stderr
@@ -218,6 +223,18 @@ int RunConfigMode(const std::string& config_path, const std::string& log_level_f
     finish_signals();
     return StartupError("cannot start the member", st.message());
   }
+  // As etcd, clients are served once this member has published itself to the cluster, which
+  // needs a quorum; until then the member only takes part in Raft.
+  if (!(*server)->Published()) log::Info("waiting for a quorum to publish this member");
+  while (!(*server)->Published()) {
+    if (stop.WaitFor(std::chrono::milliseconds(20))) {
+      log::Info("stopping before serving clients", {log::F("reason", stop.reason)});
+      (*server)->Stop();
+      server->reset();
+      finish_signals();
+      return stop.exit_code;
+    }
+  }
   auto grpc = etcdw::server::GrpcServer::Start(**server);
   if (!grpc.ok()) {
     (*server)->Stop();
@@ -229,6 +246,9 @@ int RunConfigMode(const std::string& config_path, const std::string& log_level_f
 
   stop.Wait();
   log::Info("stopping", {log::F("reason", stop.reason)});
+  // A leader hands leadership to another voter first, so the cluster does not wait for an
+  // election timeout (as etcd does on a graceful stop).
+  if (stop.exit_code == 0) (*server)->TransferLeadershipForStop(2 * cfg->election_timeout);
   // Stop accepting calls and give in-flight ones a moment; then stop the member, which drains
   // accepted proposals before it returns.
   (*grpc)->Shutdown(std::chrono::seconds(2));

@@ -280,6 +280,12 @@ Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
   return Status::Ok();
 }
 
+Status KvStore::ReplaceState(const std::function<Status()>& replace) {
+  std::unique_lock lock(view_mu_);
+  ETCDW_RETURN_IF_ERROR(replace());
+  return Load();
+}
+
 Status KvStore::MarkCompactionFinished(int64_t rev) {
   storage::Batch batch(engine_);
   batch.Put(Column::kMeta, meta_keys::kFinishedCompactRev,

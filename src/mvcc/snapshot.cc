@@ -20,7 +20,10 @@ constexpr Column kSnapshotColumns[] = {Column::kMeta, Column::kKeys, Column::kRe
                                        Column::kLeases};
 constexpr int kNumSnapshotColumns = 4;
 
-bool IncludedMetaKey(std::string_view k) { return k.substr(0, 5) != "raft/"; }
+// The Raft log's records and this member's own identity ("local/") are not state to copy.
+bool IncludedMetaKey(std::string_view k) {
+  return k.substr(0, 5) != "raft/" && k.substr(0, 6) != "local/";
+}
 
 void PutVarint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -243,6 +246,28 @@ Status VerifySnapshotFile(const std::string& path) {
   auto digest = sha.Final();
   if (std::memcmp(trailer, digest.data(), 32) != 0) {
     return DataLoss("snapshot file \"" + path + "\": SHA-256 mismatch");
+  }
+  return Status::Ok();
+}
+
+}  // namespace etcdw::mvcc
+
+namespace etcdw::mvcc {
+
+Status ClearState(storage::Engine& engine) {
+  for (storage::Column c : kSnapshotColumns) {
+    auto it = engine.NewIterator(c);
+    storage::Batch batch(engine);
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (c == storage::Column::kMeta && !IncludedMetaKey(it->key())) continue;
+      batch.Delete(c, it->key());
+      if (batch.Count() >= 10000) {
+        ETCDW_RETURN_IF_ERROR(engine.Write(batch, false));
+        batch.Clear();
+      }
+    }
+    ETCDW_RETURN_IF_ERROR(it->status());
+    if (!batch.Empty()) ETCDW_RETURN_IF_ERROR(engine.Write(batch, false));
   }
   return Status::Ok();
 }

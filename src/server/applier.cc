@@ -137,10 +137,92 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       resp.mutable_header()->set_revision(batch.pending_rev());
       return Ok(std::move(resp));
     }
+    case internalpb::Request::kMemberAttributes: {
+      const auto& a = req.member_attributes();
+      if (auto m = d_.membership->Get(a.id())) {
+        m->name = a.name();
+        m->client_urls.assign(a.client_urls().begin(), a.client_urls().end());
+        d_.membership->StageUpdate(batch.batch(), *m);
+      }
+      return Ok(etcdserverpb::MemberListResponse());
+    }
     case internalpb::Request::OP_NOT_SET:
       break;
   }
   return Err(InvalidArgument("empty request"));
+}
+
+// etcd allows at most one learner at a time.
+constexpr size_t kMaxLearners = 1;
+
+ApplyResult Applier::ApplyConfChange(mvcc::ApplyBatch& batch, raftpb::ConfChange& cc) {
+  Membership& ms = *d_.membership;
+  const uint64_t id = cc.node_id();
+  Status refused;
+  std::optional<Member> proposed;
+  if (!cc.context().empty()) proposed = Member::Parse(cc.context());
+  auto existing = ms.Get(id);
+  switch (cc.type()) {
+    case raftpb::CONF_CHANGE_ADD_NODE:
+    case raftpb::CONF_CHANGE_ADD_LEARNER_NODE: {
+      const bool learner = cc.type() == raftpb::CONF_CHANGE_ADD_LEARNER_NODE;
+      if (cc.context().empty() && !learner) {
+        // A promotion: ADD_NODE of an existing learner, without a member record.
+        if (!existing) {
+          refused = errors::MemberNotFound();
+        } else if (!existing->is_learner) {
+          refused = errors::MemberNotLearner();
+        } else {
+          existing->is_learner = false;
+          ms.StageUpdate(batch.batch(), *existing);
+        }
+      } else if (ms.IsRemoved(id)) {
+        refused = Status(Code::kFailedPrecondition, "membership: ID removed");
+      } else if (existing) {
+        refused = errors::MemberExist();
+      } else if (!proposed || proposed->id != id) {
+        refused = InvalidArgument("membership: conf change without a valid member record");
+      } else if (ms.FindUsingAnyPeerUrl(proposed->peer_urls)) {
+        refused = errors::PeerURLExist();
+      } else if (learner && ms.LearnerCount() >= kMaxLearners) {
+        refused = errors::TooManyLearners();
+      } else {
+        proposed->is_learner = learner;
+        ms.StageAdd(batch.batch(), *proposed);
+      }
+      break;
+    }
+    case raftpb::CONF_CHANGE_REMOVE_NODE:
+      if (ms.IsRemoved(id)) {
+        refused = Status(Code::kFailedPrecondition, "membership: ID removed");
+      } else if (!existing) {
+        refused = errors::MemberNotFound();
+      } else {
+        ms.StageRemove(batch.batch(), id);
+      }
+      break;
+    case raftpb::CONF_CHANGE_UPDATE_NODE:
+      if (!existing) {
+        refused = errors::MemberNotFound();
+      } else if (!proposed) {
+        refused = InvalidArgument("membership: conf change without a valid member record");
+      } else if (ms.FindUsingAnyPeerUrl(proposed->peer_urls, id)) {
+        refused = errors::PeerURLExist();
+      } else {
+        existing->peer_urls = proposed->peer_urls;
+        ms.StageUpdate(batch.batch(), *existing);
+      }
+      break;
+    default:
+      refused = InvalidArgument("membership: unknown conf change type");
+  }
+  if (!refused.ok()) {
+    cc.set_node_id(0);  // Raft keeps its configuration
+    return Err(refused);
+  }
+  etcdserverpb::MemberListResponse resp;
+  ms.Fill(&resp);
+  return Ok(std::move(resp));
 }
 
 ApplyResult Applier::QuotaExceeded() {
@@ -154,9 +236,19 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
   Effects fx;
   uint64_t last = d_.kv->ConsistentIndex();
   const uint64_t applied = last;
+  std::vector<raftpb::ConfChange> conf_changes;
   for (const auto& e : entries) {
     if (e.index() <= applied) continue;
     last = e.index();
+    if (e.type() == raftpb::ENTRY_CONF_CHANGE) {
+      raftpb::ConfChange& cc = conf_changes.emplace_back();
+      if (!cc.ParseFromString(e.data())) {
+        return DataLoss("log entry " + std::to_string(e.index()) +
+                        " does not hold a valid conf change");
+      }
+      results.emplace_back(cc.id(), ApplyConfChange(*batch, cc));
+      continue;
+    }
     if (e.type() != raftpb::ENTRY_NORMAL || e.data().empty()) continue;
     internalpb::Request req;
     if (!req.ParseFromString(e.data())) {
@@ -172,6 +264,9 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
   }
   if (last == applied) return Status::Ok();
   ETCDW_RETURN_IF_ERROR(d_.kv->Commit(*batch, last));
+  if (d_.on_conf_change) {
+    for (const auto& cc : conf_changes) d_.on_conf_change(cc);
+  }
 
   for (auto& [id, ttl] : fx.granted) d_.lessor->OnGranted(id, ttl);
   for (int64_t id : fx.revoked) d_.lessor->OnRevoked(id);

@@ -4,9 +4,9 @@
 
 namespace etcdw::server {
 
-void WaitRegistry::Register(uint64_t id, ApplyCallback cb) {
+void WaitRegistry::Register(uint64_t id, ApplyCallback cb, common::Clock::TimePoint deadline) {
   std::lock_guard lock(mu_);
-  waiters_[id] = std::move(cb);
+  waiters_[id] = Waiter{std::move(cb), deadline};
 }
 
 bool WaitRegistry::Trigger(uint64_t id, ApplyResult result) {
@@ -15,7 +15,7 @@ bool WaitRegistry::Trigger(uint64_t id, ApplyResult result) {
     std::lock_guard lock(mu_);
     auto it = waiters_.find(id);
     if (it == waiters_.end()) return false;
-    cb = std::move(it->second);
+    cb = std::move(it->second.cb);
     waiters_.erase(it);
   }
   cb(std::move(result));
@@ -23,12 +23,28 @@ bool WaitRegistry::Trigger(uint64_t id, ApplyResult result) {
 }
 
 void WaitRegistry::FailAll(const Status& status) {
-  std::unordered_map<uint64_t, ApplyCallback> all;
+  std::unordered_map<uint64_t, Waiter> all;
   {
     std::lock_guard lock(mu_);
     all.swap(waiters_);
   }
-  for (auto& [id, cb] : all) cb(ApplyResult{status, nullptr, 0});
+  for (auto& [id, w] : all) w.cb(ApplyResult{status, nullptr, 0});
+}
+
+void WaitRegistry::ExpireBefore(common::Clock::TimePoint now, const Status& status) {
+  std::vector<ApplyCallback> expired;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->second.deadline < now) {
+        expired.push_back(std::move(it->second.cb));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& cb : expired) cb(ApplyResult{status, nullptr, 0});
 }
 
 size_t WaitRegistry::Size() const {

@@ -4,13 +4,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <future>
 
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/version.h"
 #include "etcdw/mvcc/hash.h"
 #include "etcdw/mvcc/txn.h"
-#include "etcdw/server/local_node.h"
+#include "etcdw/server/join.h"
+#include "etcdw/server/raft_node.h"
 
 namespace etcdw::server {
 
@@ -37,45 +39,69 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
                                                      const common::Clock& clock) {
   std::unique_ptr<EtcdServer> s(new EtcdServer(cfg, clock));
   std::string member_dir = cfg.data_dir + "/member";
-  // As etcd, the initial-cluster settings matter only when the member is created; a restart
-  // uses the membership stored in the data directory.
-  struct stat st {};
-  const bool fresh = stat((member_dir + "/store/CURRENT").c_str(), &st) != 0;
-  if (fresh && (cfg.initial_cluster.size() > 1 || cfg.initial_cluster_state != "new")) {
-    return InvalidArgument(
-        "initial-cluster: this build runs single-member clusters only (initial-cluster must "
-        "name just this member and initial-cluster-state must be new)");
-  }
   if (mkdir(member_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return InvalidArgument("data-dir: cannot create \"" + member_dir +
                            "\": " + std::strerror(errno));
   }
   ETCDW_ASSIGN_OR_RETURN(s->engine_, storage::Engine::Open(member_dir + "/store", {}));
   ETCDW_ASSIGN_OR_RETURN(s->kv_, mvcc::KvStore::Open(*s->engine_));
-  ETCDW_ASSIGN_OR_RETURN(s->cluster_, LoadOrBootstrapCluster(*s->engine_, cfg));
-  if (s->cluster_.members.size() > 1) {
-    return InvalidArgument("data-dir: the stored membership has " +
-                           std::to_string(s->cluster_.members.size()) +
-                           " members; this build runs single-member clusters only");
+  ETCDW_RETURN_IF_ERROR(s->membership_.Load(*s->engine_));
+
+  // Identity: stored on the first start. As etcd, the initial-cluster settings matter only
+  // then; a restart uses the identity and membership in the data directory.
+  ETCDW_ASSIGN_OR_RETURN(auto local_id, LoadLocalMemberId(*s->engine_));
+  std::vector<Member> bootstrap;
+  if (local_id) {
+    s->local_id_ = *local_id;
+  } else if (cfg.initial_cluster_state == "existing") {
+    // Joining after MemberAdd: the cluster tells this member its ID; the leader then sends the
+    // log (or a snapshot of its state), which brings the membership.
+    ETCDW_ASSIGN_OR_RETURN(JoinInfo join, DiscoverCluster(cfg));
+    s->local_id_ = join.local_id;
+    storage::Batch batch(*s->engine_);
+    StageLocalMemberId(batch, join.local_id);
+    StageJoinMembers(batch, join.members);
+    s->membership_.StageClusterId(batch, join.cluster_id);
+    ETCDW_RETURN_IF_ERROR(s->engine_->Write(batch, /*sync=*/true));
+    log::Info("joining an existing cluster",
+              {log::Hex("cluster-id", join.cluster_id), log::Hex("local-member-id", join.local_id),
+               log::F("members", join.members.size())});
+  } else {
+    bootstrap = InitialMembers(cfg);
+    std::vector<std::string> mine;
+    for (const auto& u : cfg.initial_advertise_peer_urls) mine.push_back(u.ToString());
+    for (const Member& m : bootstrap) {
+      if (ComputeMemberId(mine, cfg.initial_cluster_token) == m.id) s->local_id_ = m.id;
+    }
+    if (s->local_id_ == 0) {
+      return InvalidArgument("initial-cluster: no entry matches initial-advertise-peer-urls " +
+                             common::JoinUrls(cfg.initial_advertise_peer_urls));
+    }
+    std::vector<uint64_t> ids;
+    for (const Member& m : bootstrap) ids.push_back(m.id);
+    storage::Batch batch(*s->engine_);
+    StageLocalMemberId(batch, s->local_id_);
+    s->membership_.StageClusterId(batch, ComputeClusterId(ids));
+    ETCDW_RETURN_IF_ERROR(s->engine_->Write(batch, /*sync=*/true));
+    log::Info("bootstrapping a new cluster",
+              {log::Hex("cluster-id", s->membership_.cluster_id()),
+               log::Hex("local-member-id", s->local_id_), log::F("members", bootstrap.size())});
   }
-  // This member's attributes come from its configuration at every start, as etcd publishes them.
-  for (auto& m : s->cluster_.members) {
-    if (m.id != s->cluster_.local_id) continue;
-    m.name = cfg.name;
-    m.client_urls.clear();
-    for (const auto& u : cfg.advertise_client_urls) m.client_urls.push_back(u.ToString());
-  }
+
   s->alarms_ = std::make_unique<AlarmStore>();
   ETCDW_RETURN_IF_ERROR(s->alarms_->Load(*s->engine_));
   s->lessor_ = std::make_unique<Lessor>(clock);
+  // The leases in the store, known without expiry until this member leads (a follower lists
+  // them and forwards their keepalives).
+  s->lessor_->Reset(s->kv_->leases().List());
   s->quota_ = std::make_unique<Quota>(*s->engine_, cfg.quota_backend_bytes);
 
   WatchHubOptions wo;
   wo.fragment_bytes = cfg.max_request_bytes + 512 * 1024;
   EtcdServer* self = s.get();
   wo.fill_header = [self](etcdserverpb::ResponseHeader* h) {
-    h->set_cluster_id(self->cluster_.cluster_id);
-    h->set_member_id(self->cluster_.local_id);
+    h->set_cluster_id(self->membership_.cluster_id());
+    h->set_member_id(self->local_id_);
     h->set_raft_term(self->node_ ? self->node_->Term() : 0);
   };
   s->hub_ = std::make_unique<WatchHub>(*s->kv_, wo);
@@ -89,17 +115,31 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   deps.hub = s->hub_.get();
   deps.waits = &s->waits_;
   deps.quota = s->quota_.get();
+  deps.membership = &s->membership_;
   deps.min_lease_ttl = MinLeaseTtl(cfg);
   deps.on_quota_exceeded = [self] { self->RaiseNoSpaceAlarm(); };
+  deps.on_conf_change = [self](const raftpb::ConfChange& cc) { self->node_->ApplyConfChange(cc); };
   s->applier_ = std::make_unique<Applier>(deps);
 
-  LocalNodeOptions no;
-  no.member_id = s->cluster_.local_id;
+  RaftNodeOptions no;
+  no.member_id = s->local_id_;
+  no.tick_interval = cfg.heartbeat_interval;
+  no.election_ticks = static_cast<int>(cfg.election_timeout / cfg.heartbeat_interval);
   no.snapshot_count = cfg.snapshot_count;
+  no.bootstrap_members = std::move(bootstrap);
+  no.snapshot_dir = member_dir + "/snap";
   no.on_fatal = [self](const Status& st) { self->Fatal(st); };
-  s->node_ = std::make_unique<LocalNode>(*s->engine_, *s->applier_, no);
+  no.on_removed = [self] {
+    self->Fatal(Status(Code::kFailedPrecondition,
+                       "the member has been permanently removed from the cluster"));
+  };
+  no.on_leader_change = [self](uint64_t, bool is_leader) { self->OnLeaderChange(is_leader); };
+  no.on_conf_change = [self](const raftpb::ConfChange& cc) { self->OnConfChange(cc); };
+  no.on_snapshot_installed = [self] { self->OnSnapshotInstalled(); };
+  s->node_ = std::make_unique<RaftNode>(*s->engine_, *s->kv_, *s->applier_, s->membership_, no);
   s->tasks_ = std::make_unique<TaskRunner>(2);
-  s->next_request_id_ = InitialRequestId(s->cluster_.local_id);
+  s->reads_ = std::make_unique<TaskRunner>(2);
+  s->next_request_id_ = InitialRequestId(s->local_id_);
 
   auto ac =
       AutoCompactor::Create(cfg.auto_compaction_mode, cfg.auto_compaction_retention, clock.Now());
@@ -112,9 +152,36 @@ EtcdServer::~EtcdServer() { Stop(); }
 
 Status EtcdServer::Start() {
   hub_->Start();
+  PeerTransportOptions to;
+  to.local_id = local_id_;
+  to.cluster_id = membership_.cluster_id();
+  to.listen_urls = cfg_.listen_peer_urls;
+  to.tls = cfg_.peer_tls;
+  to.max_message_bytes = std::max<size_t>(64 << 20, 4 * cfg_.max_request_bytes);
+  PeerTransportHandler th;
+  RaftNode* node = node_.get();
+  th.on_message = [node](raftpb::Message m) { node->OnMessage(std::move(m)); };
+  th.on_snapshot = [node](const raftpb::Message& m) { return node->OnSnapshot(m); };
+  th.on_snapshot_received = [node](raftpb::Message m) { node->OnSnapshotReceived(std::move(m)); };
+  th.on_unreachable = [node](uint64_t peer) { node->OnUnreachable(peer); };
+  th.on_snapshot_sent = [node](uint64_t peer, bool ok) { node->OnSnapshotSent(peer, ok); };
+  th.on_call = [this](uint32_t method, std::string payload,
+                      std::function<void(Status, std::string)> respond) {
+    ServePeerCall(method, std::move(payload), std::move(respond));
+  };
+  th.on_cluster_info = [this] { return ClusterInfo(); };
+  ETCDW_ASSIGN_OR_RETURN(transport_, PeerTransport::Start(to, th));
+  // A member that joined knows the others from the cluster's answer until its log brings the
+  // membership (later changes update the transport through OnConfChange).
+  ETCDW_ASSIGN_OR_RETURN(auto known, LoadJoinMembers(*engine_));
+  for (const Member& m : membership_.List()) known.push_back(m);
+  for (const Member& m : known) {
+    if (m.id != local_id_) transport_->AddPeer(m.id, m.peer_urls);
+  }
+  // On a fresh bootstrap the members appear when the node applies the bootstrap entries;
+  // OnConfChange then tells the transport.
+  node_->SetTransport(transport_.get());
   ETCDW_RETURN_IF_ERROR(node_->Start());
-  // This member runs lease expiry: leases restart with their full TTL plus an election timeout.
-  lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
   auto now = clock_.Now();
   next_progress_tick_ = now + cfg_.watch_progress_notify_interval;
   if (auto_compactor_) next_compact_tick_ = now + auto_compactor_->interval();
@@ -123,6 +190,15 @@ Status EtcdServer::Start() {
     ticker_stop_ = false;
   }
   ticker_ = std::thread([this] { TickerLoop(); });
+  // A member that is its own quorum publishes its name and client URLs before it serves, so
+  // that MemberList is complete from the first request (etcd is ready only once published).
+  if (node_->CanReadLocally()) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!Published() && std::chrono::steady_clock::now() < deadline) {
+      MaybePublishAttributes();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   started_ = true;
   log::Info("etcd member started",
             {log::F("name", cfg_.name), log::Hex("member-id", member_id()),
@@ -139,9 +215,19 @@ void EtcdServer::Stop() {
   }
   ticker_cv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
+  // Calls waiting to be retried end now (with Stopped); later ones run at once.
+  std::vector<std::function<void()>> soon;
+  {
+    std::lock_guard lock(soon_mu_);
+    soon_closed_ = true;
+    soon.swap(soon_);
+  }
+  for (auto& fn : soon) fn();
   if (node_) node_->Stop();
+  if (transport_) transport_->Stop();
   waits_.FailAll(errors::Stopped());
   if (hub_) hub_->Stop();
+  reads_.reset();
   tasks_.reset();
   compactor_.reset();
   if (engine_) {
@@ -155,9 +241,52 @@ void EtcdServer::Fatal(const Status& st) {
   if (on_fatal_) on_fatal_(st);
 }
 
+void EtcdServer::OnLeaderChange(bool is_leader) {
+  // The leader runs lease expiry: leases restart with their full TTL plus an election timeout.
+  if (is_leader) {
+    lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
+  } else {
+    lessor_->Demote();
+  }
+}
+
+void EtcdServer::OnConfChange(const raftpb::ConfChange& cc) {
+  if (!transport_ || cc.node_id() == local_id_) return;
+  switch (cc.type()) {
+    case raftpb::CONF_CHANGE_ADD_NODE:
+    case raftpb::CONF_CHANGE_ADD_LEARNER_NODE:
+    case raftpb::CONF_CHANGE_UPDATE_NODE:
+      if (auto m = membership_.Get(cc.node_id())) transport_->UpdatePeer(m->id, m->peer_urls);
+      break;
+    case raftpb::CONF_CHANGE_REMOVE_NODE:
+      transport_->RemovePeer(cc.node_id());
+      break;
+    default:
+      break;
+  }
+}
+
+void EtcdServer::OnSnapshotInstalled() {
+  // The state was replaced: reload what is kept in memory beside the store.
+  Status st = alarms_->Load(*engine_);
+  if (!st.ok()) log::Error("reloading alarms after a snapshot failed", {log::F("error", st)});
+  if (node_->IsLeader()) {
+    lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
+  } else {
+    lessor_->Demote();
+    lessor_->Reset(kv_->leases().List());
+  }
+  hub_->Resync(kv_->Rev());
+  if (transport_) {
+    for (const Member& m : membership_.List()) {
+      if (m.id != local_id_) transport_->UpdatePeer(m.id, m.peer_urls);
+    }
+  }
+}
+
 void EtcdServer::FillHeader(etcdserverpb::ResponseHeader* h) const {
-  h->set_cluster_id(cluster_.cluster_id);
-  h->set_member_id(cluster_.local_id);
+  h->set_cluster_id(membership_.cluster_id());
+  h->set_member_id(local_id_);
   h->set_raft_term(node_->Term());
   if (h->revision() == 0) h->set_revision(kv_->Rev());
 }
@@ -170,7 +299,7 @@ void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
     done(ApplyResult{errors::RequestTooLarge(), nullptr, 0});
     return;
   }
-  waits_.Register(id, std::move(done));
+  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
   Status st = node_->Propose(std::move(data));
   if (!st.ok()) waits_.Trigger(id, ApplyResult{st, nullptr, 0});
 }
@@ -188,9 +317,13 @@ void EtcdServer::ProposeFor(internalpb::Request req, Reply<Resp> reply) {
 
 bool EtcdServer::OverQuota(int64_t cost, std::function<void(Status)> reply) {
   if (quota_->Available(cost)) return false;
-  if (alarms_->Active(etcdserverpb::NOSPACE)) {
-    reply(errors::NoSpace());
-    return true;
+  // As etcd's quota check, the member that finds its own store full raises the alarm in its
+  // own name (once: activating it again would change nothing).
+  for (const auto& a : alarms_->Get(etcdserverpb::NOSPACE)) {
+    if (a.memberid() == member_id()) {
+      reply(errors::NoSpace());
+      return true;
+    }
   }
   // Like etcd, answer only once the alarm is applied, so that a client that saw the error also
   // sees the alarm.
@@ -224,8 +357,9 @@ void EtcdServer::Range(const etcdserverpb::RangeRequest& r,
     auto view = kv_->NewReadView();
     reply(mvcc::ExecuteRange(*view, r));
   };
-  if (r.serializable()) return serve(Status::Ok());
-  node_->ReadIndex(std::move(serve));
+  if (r.serializable() || node_->CanReadLocally()) return serve(Status::Ok());
+  // Confirmed on the node's thread; the read itself runs on a read thread.
+  node_->ReadIndex([this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
 }
 
 void EtcdServer::Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply) {
@@ -256,8 +390,9 @@ void EtcdServer::Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnR
       auto view = kv_->NewReadView();
       reply(mvcc::ExecuteReadTxn(*view, r));
     };
-    if (mvcc::IsTxnSerializable(r)) return serve(Status::Ok());
-    return node_->ReadIndex(std::move(serve));
+    if (mvcc::IsTxnSerializable(r) || node_->CanReadLocally()) return serve(Status::Ok());
+    return node_->ReadIndex(
+        [this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
   }
   internalpb::Request req;
   *req.mutable_txn() = r;
@@ -311,34 +446,6 @@ void EtcdServer::LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
   ProposeFor(std::move(req), std::move(reply));
 }
 
-Result<int64_t> EtcdServer::LeaseRenew(int64_t id) {
-  auto r = lessor_->Renew(id);
-  if (!r.ok() && r.status().code() == Code::kNotFound) return int64_t{0};
-  return r;
-}
-
-etcdserverpb::LeaseTimeToLiveResponse EtcdServer::LeaseTimeToLive(
-    const etcdserverpb::LeaseTimeToLiveRequest& r) {
-  etcdserverpb::LeaseTimeToLiveResponse resp;
-  resp.set_id(r.id());
-  auto info = kv_->leases().Get(r.id());
-  auto remaining = lessor_->RemainingSeconds(r.id());
-  if (!info || !remaining) {
-    resp.set_ttl(-1);
-  } else {
-    resp.set_ttl(*remaining);
-    resp.set_grantedttl(info->ttl);
-    if (r.keys()) {
-      auto keys = mvcc::LeaseTable::AttachedKeys(*engine_, r.id());
-      if (keys.ok()) {
-        for (auto& k : keys.value()) resp.add_keys(std::move(k));
-      }
-    }
-  }
-  FillHeader(resp.mutable_header());
-  return resp;
-}
-
 etcdserverpb::LeaseLeasesResponse EtcdServer::LeaseLeases() {
   etcdserverpb::LeaseLeasesResponse resp;
   for (int64_t id : lessor_->IdsByExpiry()) resp.add_leases()->set_id(id);
@@ -366,6 +473,7 @@ etcdserverpb::StatusResponse EtcdServer::StatusInfo() {
   resp.set_raftindex(node_->CommitIndex());
   resp.set_raftterm(node_->Term());
   resp.set_raftappliedindex(node_->AppliedIndex());
+  resp.set_islearner(IsLearner());
   for (const auto& a : alarms_->Get(etcdserverpb::NONE)) {
     // The Go text form of the AlarmMember message, as etcd reports it.
     resp.add_errors("memberID:" + std::to_string(a.memberid()) +
@@ -426,21 +534,252 @@ void EtcdServer::OpenSnapshot(
 // ---------------------------------------------------------------------------------------------
 // Cluster
 
+void EtcdServer::FillClusterHeader(etcdserverpb::ResponseHeader* h) const {
+  h->set_cluster_id(membership_.cluster_id());
+  h->set_member_id(local_id_);
+  h->set_raft_term(node_->Term());
+}
+
 etcdserverpb::MemberListResponse EtcdServer::MemberList() {
   etcdserverpb::MemberListResponse resp;
-  for (const auto& m : cluster_.members) m.ToProto(resp.add_members());
+  membership_.Fill(&resp);
   // etcd's cluster service header carries no revision.
-  auto* h = resp.mutable_header();
-  h->set_cluster_id(cluster_.cluster_id);
-  h->set_member_id(cluster_.local_id);
-  h->set_raft_term(node_->Term());
+  FillClusterHeader(resp.mutable_header());
   return resp;
+}
+
+void EtcdServer::MemberList(const etcdserverpb::MemberListRequest& r,
+                            Reply<etcdserverpb::MemberListResponse> reply) {
+  if (!r.linearizable() || node_->CanReadLocally()) return reply(MemberList());
+  node_->ReadIndex([this, reply](Status st) {
+    if (!st.ok()) return reply(st);
+    reply(MemberList());
+  });
+}
+
+bool EtcdServer::IsLearner() const {
+  auto m = membership_.Get(local_id_);
+  return m && m->is_learner;
+}
+
+std::chrono::milliseconds EtcdServer::RequestTimeout() const {
+  return std::chrono::milliseconds(5000) + 2 * cfg_.election_timeout;
+}
+
+void EtcdServer::ProposeConfChange(raftpb::ConfChange cc, ApplyCallback done) {
+  uint64_t id = ++next_request_id_;
+  cc.set_id(id);
+  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
+  Status st = node_->ProposeConfChange(cc);
+  if (!st.ok()) waits_.Trigger(id, ApplyResult{st, nullptr, 0});
+}
+
+bool EtcdServer::ReadyToAddVoter() const {
+  // etcd: after adding, the started voters must still be a quorum (a 1-member cluster may
+  // always grow to 2, for restoring data).
+  size_t members = membership_.VoterCount() + 1;
+  size_t started = membership_.StartedVoterCount();
+  if (started == 1 && members == 2) return true;
+  return started >= members / 2 + 1;
+}
+
+bool EtcdServer::ReadyToRemoveVoter(uint64_t id) const {
+  size_t members = 0, started = 0;
+  for (const Member& m : membership_.List()) {
+    if (m.is_learner || m.id == id) continue;
+    ++members;
+    if (!m.name.empty()) ++started;
+  }
+  return started >= members / 2 + 1;
+}
+
+namespace {
+template <typename Resp>
+void ReplyMembers(const ApplyResult& r, Reply<Resp>& reply, EtcdServer& s,
+                  const std::function<void(Resp&)>& extra = nullptr) {
+  if (!r.status.ok()) return reply(r.status);
+  Resp resp;
+  const auto& list = *static_cast<etcdserverpb::MemberListResponse*>(r.response.get());
+  *resp.mutable_members() = list.members();
+  if (extra) extra(resp);
+  s.FillClusterHeader(resp.mutable_header());
+  reply(std::move(resp));
+}
+}  // namespace
+
+void EtcdServer::MemberAdd(const etcdserverpb::MemberAddRequest& r,
+                           Reply<etcdserverpb::MemberAddResponse> reply) {
+  Member m;
+  for (const auto& u : r.peerurls()) {
+    auto url = common::ParseUrl(u);
+    if (!url.ok()) return reply(errors::MemberBadURLs());
+    m.peer_urls.push_back(url->ToString());
+  }
+  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
+  m.is_learner = r.islearner();
+  if (!m.is_learner && !ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  m.id = ComputeMemberId(m.peer_urls, "", now);
+  raftpb::ConfChange cc;
+  cc.set_type(m.is_learner ? raftpb::CONF_CHANGE_ADD_LEARNER_NODE : raftpb::CONF_CHANGE_ADD_NODE);
+  cc.set_node_id(m.id);
+  cc.set_context(m.Serialize());
+  ProposeConfChange(cc, [this, m, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberAddResponse>(ar, reply, *this, [&](auto& resp) {
+      auto* added = resp.mutable_member();
+      added->set_id(m.id);
+      for (const auto& u : m.peer_urls) added->add_peerurls(u);
+      added->set_islearner(m.is_learner);
+    });
+  });
+}
+
+void EtcdServer::MemberRemove(const etcdserverpb::MemberRemoveRequest& r,
+                              Reply<etcdserverpb::MemberRemoveResponse> reply) {
+  auto m = membership_.Get(r.id());
+  if (m && !m->is_learner && !ReadyToRemoveVoter(r.id())) {
+    return reply(errors::MemberNotEnoughStarted());
+  }
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::CONF_CHANGE_REMOVE_NODE);
+  cc.set_node_id(r.id());
+  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberRemoveResponse>(ar, reply, *this);
+  });
+}
+
+void EtcdServer::MemberUpdate(const etcdserverpb::MemberUpdateRequest& r,
+                              Reply<etcdserverpb::MemberUpdateResponse> reply) {
+  Member m;
+  m.id = r.id();
+  for (const auto& u : r.peerurls()) {
+    auto url = common::ParseUrl(u);
+    if (!url.ok()) return reply(errors::MemberBadURLs());
+    m.peer_urls.push_back(url->ToString());
+  }
+  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::CONF_CHANGE_UPDATE_NODE);
+  cc.set_node_id(r.id());
+  cc.set_context(m.Serialize());
+  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberUpdateResponse>(ar, reply, *this);
+  });
+}
+
+void EtcdServer::PromoteAsLeader(const etcdserverpb::MemberPromoteRequest& r,
+                                 Reply<etcdserverpb::MemberPromoteResponse> reply) {
+  // Only the leader knows how far the learner has caught up.
+  if (!node_->IsLeader()) return reply(errors::NotLeader());
+  auto m = membership_.Get(r.id());
+  if (m && m->is_learner) {
+    auto learner = node_->MatchIndex(r.id());
+    auto leader = node_->MatchIndex(local_id_);
+    // etcd: the learner must have at least 90% of the leader's log.
+    if (!learner || !leader || static_cast<double>(*learner) < static_cast<double>(*leader) * 0.9) {
+      return reply(errors::LearnerNotReady());
+    }
+    if (!ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
+  }
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::CONF_CHANGE_ADD_NODE);  // without a record: a promotion
+  cc.set_node_id(r.id());
+  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberPromoteResponse>(ar, reply, *this);
+  });
+}
+
+void EtcdServer::MoveLeader(const etcdserverpb::MoveLeaderRequest& r,
+                            Reply<etcdserverpb::MoveLeaderResponse> reply) {
+  if (!node_->IsLeader()) return reply(errors::NotLeader());
+  auto target = membership_.Get(r.targetid());
+  if (!target || target->is_learner) return reply(errors::BadLeaderTransferee());
+  if (r.targetid() == local_id_) {
+    etcdserverpb::MoveLeaderResponse resp;
+    FillHeader(resp.mutable_header());
+    return reply(std::move(resp));
+  }
+  node_->TransferLeadership(r.targetid(), RequestTimeout(), [this, reply](Status st) {
+    if (!st.ok()) return reply(st);
+    etcdserverpb::MoveLeaderResponse resp;
+    FillHeader(resp.mutable_header());
+    reply(std::move(resp));
+  });
+}
+
+void EtcdServer::TransferLeadershipForStop(std::chrono::milliseconds timeout) {
+  if (!node_->IsLeader()) return;
+  // The voter that has the most of the log takes over.
+  uint64_t best = 0, best_match = 0;
+  for (const Member& m : membership_.List()) {
+    if (m.id == local_id_ || m.is_learner) continue;
+    uint64_t match = node_->MatchIndex(m.id).value_or(0);
+    if (best == 0 || match > best_match) {
+      best = m.id;
+      best_match = match;
+    }
+  }
+  if (best == 0) return;
+  auto done = std::make_shared<std::promise<Status>>();
+  auto f = done->get_future();
+  node_->TransferLeadership(best, timeout, [done](Status st) { done->set_value(st); });
+  Status st = f.get();
+  if (st.ok()) {
+    log::Info("leadership transferred before stopping", {log::Hex("to", best)});
+  } else {
+    log::Warn("leadership transfer before stopping failed", {log::F("error", st)});
+  }
+}
+
+bool EtcdServer::Published() const {
+  auto self = membership_.Get(local_id_);
+  if (!self) return false;
+  std::vector<std::string> urls;
+  for (const auto& u : cfg_.advertise_client_urls) urls.push_back(u.ToString());
+  return self->name == cfg_.name && self->client_urls == urls;
+}
+
+void EtcdServer::MaybePublishAttributes() {
+  if (node_->Leader() == 0 || Published()) return;
+  std::vector<std::string> urls;
+  for (const auto& u : cfg_.advertise_client_urls) urls.push_back(u.ToString());
+  // One attempt at a time (ticker and Start may both call); next_publish_ is only touched by
+  // the thread that set publishing_.
+  bool idle = false;
+  if (!publishing_.compare_exchange_strong(idle, true)) return;
+  auto now = clock_.Now();
+  if (now < next_publish_ && started_.load()) {
+    publishing_ = false;
+    return;
+  }
+  next_publish_ = now + std::chrono::seconds(1);
+  internalpb::Request req;
+  auto* a = req.mutable_member_attributes();
+  a->set_id(local_id_);
+  a->set_name(cfg_.name);
+  for (const auto& u : urls) a->add_client_urls(u);
+  Propose(std::move(req), [this](ApplyResult r) {
+    publishing_ = false;
+    if (r.status.ok()) log::Info("published member attributes", {log::F("name", cfg_.name)});
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Periodic duties
 
 void EtcdServer::RunPeriodicDuties() {
+  std::vector<std::function<void()>> soon;
+  {
+    std::lock_guard lock(soon_mu_);
+    soon.swap(soon_);
+  }
+  for (auto& fn : soon) fn();
+  // Requests whose entry was lost (a leader failed after taking it) time out, as in etcd.
+  waits_.ExpireBefore(clock_.Now(),
+                      node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout());
+  MaybePublishAttributes();
   if (node_->IsLeader()) {
     // Revoke expired leases (bounded per tick, like etcd's revocation rate limit).
     for (int64_t id : lessor_->TakeExpired(100)) {

@@ -38,6 +38,18 @@ void Lessor::Demote() {
   }
 }
 
+void Lessor::Reset(const std::vector<mvcc::LeaseInfo>& leases) {
+  std::lock_guard lock(mu_);
+  leases_.clear();
+  by_expiry_.clear();
+  TimePoint now = clock_.Now();
+  for (const auto& l : leases) {
+    Entry& e = leases_[l.id];
+    e.ttl = l.ttl;
+    SetExpiry(l.id, e, primary_ ? now + std::chrono::seconds(l.ttl) : kForever);
+  }
+}
+
 bool Lessor::primary() const {
   std::lock_guard lock(mu_);
   return primary_;

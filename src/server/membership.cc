@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "etcdw/common/logging.h"
 #include "etcdw/internal.pb.h"
 
 namespace etcdw::server {
 
 namespace {
 constexpr char kClusterIdKey[] = "cluster/id";
-constexpr char kLocalIdKey[] = "cluster/local_id";
 constexpr char kMemberPrefix[] = "cluster/member/";
+constexpr char kRemovedPrefix[] = "cluster/removed/";
+constexpr char kLocalMemberIdKey[] = "local/member_id";
+constexpr char kJoinMembersKey[] = "local/join_members";
 
 uint64_t Sha1Prefix(const std::string& data) {
   unsigned char digest[SHA_DIGEST_LENGTH];
@@ -21,6 +22,26 @@ uint64_t Sha1Prefix(const std::string& data) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | digest[i];
   return v;
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Iterates the Meta keys under `prefix`.
+template <typename Fn>
+Status ForEachWithPrefix(const storage::Engine& e, const std::string& prefix, Fn fn) {
+  storage::ReadOptions ro;
+  ro.lower_bound = prefix;
+  std::string upper = prefix;
+  upper.back() = static_cast<char>(upper.back() + 1);
+  ro.upper_bound = upper;
+  auto it = e.NewIterator(storage::Column::kMeta, ro);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    ETCDW_RETURN_IF_ERROR(fn(it->key().substr(prefix.size()), it->value()));
+  }
+  return it->status();
 }
 }  // namespace
 
@@ -32,11 +53,42 @@ void Member::ToProto(etcdserverpb::Member* out) const {
   out->set_islearner(is_learner);
 }
 
-uint64_t ComputeMemberId(std::vector<std::string> peer_urls, const std::string& token) {
-  std::sort(peer_urls.begin(), peer_urls.end());
+Member Member::FromProto(const etcdserverpb::Member& pm) {
+  Member m;
+  m.id = pm.id();
+  m.name = pm.name();
+  m.peer_urls.assign(pm.peerurls().begin(), pm.peerurls().end());
+  m.client_urls.assign(pm.clienturls().begin(), pm.clienturls().end());
+  m.is_learner = pm.islearner();
+  return m;
+}
+
+std::string Member::Serialize() const {
+  internalpb::MemberRecord rec;
+  rec.set_id(id);
+  rec.set_name(name);
+  for (const auto& u : peer_urls) rec.add_peer_urls(u);
+  for (const auto& u : client_urls) rec.add_client_urls(u);
+  rec.set_is_learner(is_learner);
+  return rec.SerializeAsString();
+}
+
+std::optional<Member> Member::Parse(std::string_view bytes) {
+  internalpb::MemberRecord rec;
+  if (!rec.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return std::nullopt;
+  return Member{rec.id(),
+                rec.name(),
+                {rec.peer_urls().begin(), rec.peer_urls().end()},
+                {rec.client_urls().begin(), rec.client_urls().end()},
+                rec.is_learner()};
+}
+
+uint64_t ComputeMemberId(std::vector<std::string> peer_urls, const std::string& token,
+                         std::optional<int64_t> unix_time) {
   std::string b;
-  for (const auto& u : peer_urls) b += u;
+  for (const auto& u : Sorted(std::move(peer_urls))) b += u;
   b += token;
+  if (unix_time) b += std::to_string(*unix_time);
   return Sha1Prefix(b);
 }
 
@@ -53,80 +105,168 @@ std::string IdToHex(uint64_t id) {
   return buf;
 }
 
-const Member* ClusterState::Find(uint64_t id) const {
-  for (const auto& m : members) {
-    if (m.id == id) return &m;
-  }
-  return nullptr;
-}
-
-Result<ClusterState> LoadOrBootstrapCluster(storage::Engine& engine,
-                                            const common::EtcdConfig& cfg) {
-  ClusterState st;
-  ETCDW_ASSIGN_OR_RETURN(auto cid, engine.Get(storage::Column::kMeta, kClusterIdKey));
-  if (cid) {
-    ETCDW_ASSIGN_OR_RETURN(auto lid, engine.Get(storage::Column::kMeta, kLocalIdKey));
-    if (cid->size() != 8 || !lid || lid->size() != 8) {
-      return DataLoss("cluster identity records are corrupt");
-    }
-    st.cluster_id = storage::DecodeFixed64BE(cid->data());
-    st.local_id = storage::DecodeFixed64BE(lid->data());
-    storage::ReadOptions ro;
-    ro.lower_bound = kMemberPrefix;
-    ro.upper_bound = std::string(kMemberPrefix, sizeof(kMemberPrefix) - 2) + char('/' + 1);
-    auto it = engine.NewIterator(storage::Column::kMeta, ro);
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      internalpb::MemberRecord rec;
-      if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-        return DataLoss("member record is corrupt");
-      }
-      Member m{rec.id(),
-               rec.name(),
-               {rec.peer_urls().begin(), rec.peer_urls().end()},
-               {rec.client_urls().begin(), rec.client_urls().end()},
-               rec.is_learner()};
-      st.members.push_back(std::move(m));
-    }
-    ETCDW_RETURN_IF_ERROR(it->status());
-    if (!st.Find(st.local_id)) return DataLoss("this member is missing from the stored membership");
-    return st;
-  }
-
-  // Fresh data directory: derive the membership from initial-cluster.
+std::vector<Member> InitialMembers(const common::EtcdConfig& cfg) {
+  std::vector<Member> out;
   for (const auto& [name, urls] : cfg.initial_cluster) {
     Member m;
-    m.name = name;
     for (const auto& u : urls) m.peer_urls.push_back(u.ToString());
     m.id = ComputeMemberId(m.peer_urls, cfg.initial_cluster_token);
-    if (name == cfg.name) {
-      st.local_id = m.id;
-      for (const auto& u : cfg.advertise_client_urls) m.client_urls.push_back(u.ToString());
-    } else {
-      m.name.clear();  // etcd shows a member's name only once it has started
-    }
-    st.members.push_back(std::move(m));
+    out.push_back(std::move(m));
   }
-  std::vector<uint64_t> ids;
-  for (const auto& m : st.members) ids.push_back(m.id);
-  st.cluster_id = ComputeClusterId(ids);
-  std::sort(st.members.begin(), st.members.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  return out;
+}
 
-  storage::Batch batch(engine);
-  batch.Put(storage::Column::kMeta, kClusterIdKey, storage::EncodeFixed64BE(st.cluster_id));
-  batch.Put(storage::Column::kMeta, kLocalIdKey, storage::EncodeFixed64BE(st.local_id));
-  for (const auto& m : st.members) {
-    internalpb::MemberRecord rec;
-    rec.set_id(m.id);
-    rec.set_name(m.name);
-    for (const auto& u : m.peer_urls) rec.add_peer_urls(u);
-    for (const auto& u : m.client_urls) rec.add_client_urls(u);
-    rec.set_is_learner(m.is_learner);
-    batch.Put(storage::Column::kMeta, kMemberPrefix + IdToHex(m.id), rec.SerializeAsString());
+Status Membership::Load(const storage::Engine& e) {
+  std::lock_guard lock(mu_);
+  members_.clear();
+  removed_.clear();
+  cluster_id_ = 0;
+  ETCDW_ASSIGN_OR_RETURN(auto cid, e.Get(storage::Column::kMeta, kClusterIdKey));
+  if (cid) {
+    if (cid->size() != 8) return DataLoss("cluster ID record is corrupt");
+    cluster_id_ = storage::DecodeFixed64BE(cid->data());
   }
-  ETCDW_RETURN_IF_ERROR(engine.Write(batch, /*sync=*/true));
-  log::Info("bootstrapped new cluster",
-            {log::Hex("cluster-id", st.cluster_id), log::Hex("local-member-id", st.local_id)});
-  return st;
+  ETCDW_RETURN_IF_ERROR(
+      ForEachWithPrefix(e, kMemberPrefix, [&](std::string_view, std::string_view v) {
+        auto m = Member::Parse(v);
+        if (!m) return DataLoss("member record is corrupt");
+        members_[m->id] = std::move(*m);
+        return Status::Ok();
+      }));
+  return ForEachWithPrefix(e, kRemovedPrefix, [&](std::string_view k, std::string_view) {
+    removed_.insert(std::stoull(std::string(k), nullptr, 16));
+    return Status::Ok();
+  });
+}
+
+uint64_t Membership::cluster_id() const {
+  std::lock_guard lock(mu_);
+  return cluster_id_;
+}
+
+std::vector<Member> Membership::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<Member> out;
+  for (const auto& [id, m] : members_) out.push_back(m);
+  return out;
+}
+
+std::optional<Member> Membership::Get(uint64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = members_.find(id);
+  if (it == members_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Membership::IsRemoved(uint64_t id) const {
+  std::lock_guard lock(mu_);
+  return removed_.count(id) > 0;
+}
+
+std::optional<Member> Membership::FindByPeerUrls(const std::vector<std::string>& urls) const {
+  std::lock_guard lock(mu_);
+  auto want = Sorted(urls);
+  for (const auto& [id, m] : members_) {
+    if (Sorted(m.peer_urls) == want) return m;
+  }
+  return std::nullopt;
+}
+
+std::optional<Member> Membership::FindUsingAnyPeerUrl(const std::vector<std::string>& urls,
+                                                      uint64_t except) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, m] : members_) {
+    if (id == except) continue;
+    for (const auto& u : urls) {
+      if (std::find(m.peer_urls.begin(), m.peer_urls.end(), u) != m.peer_urls.end()) return m;
+    }
+  }
+  return std::nullopt;
+}
+
+raftpb::ConfState Membership::ConfState() const {
+  std::lock_guard lock(mu_);
+  raftpb::ConfState cs;
+  for (const auto& [id, m] : members_) {
+    if (m.is_learner) {
+      cs.add_learners(id);
+    } else {
+      cs.add_voters(id);
+    }
+  }
+  return cs;
+}
+
+size_t Membership::VoterCount() const {
+  std::lock_guard lock(mu_);
+  return std::count_if(members_.begin(), members_.end(),
+                       [](auto& p) { return !p.second.is_learner; });
+}
+
+size_t Membership::LearnerCount() const {
+  std::lock_guard lock(mu_);
+  return std::count_if(members_.begin(), members_.end(),
+                       [](auto& p) { return p.second.is_learner; });
+}
+
+size_t Membership::StartedVoterCount() const {
+  std::lock_guard lock(mu_);
+  return std::count_if(members_.begin(), members_.end(),
+                       [](auto& p) { return !p.second.is_learner && !p.second.name.empty(); });
+}
+
+void Membership::StageClusterId(storage::Batch& b, uint64_t cluster_id) {
+  b.Put(storage::Column::kMeta, kClusterIdKey, storage::EncodeFixed64BE(cluster_id));
+  std::lock_guard lock(mu_);
+  cluster_id_ = cluster_id;
+}
+
+void Membership::StageAdd(storage::Batch& b, const Member& m) {
+  b.Put(storage::Column::kMeta, kMemberPrefix + IdToHex(m.id), m.Serialize());
+  std::lock_guard lock(mu_);
+  members_[m.id] = m;
+}
+
+void Membership::StageRemove(storage::Batch& b, uint64_t id) {
+  b.Delete(storage::Column::kMeta, kMemberPrefix + IdToHex(id));
+  b.Put(storage::Column::kMeta, kRemovedPrefix + IdToHex(id), "");
+  std::lock_guard lock(mu_);
+  members_.erase(id);
+  removed_.insert(id);
+}
+
+void Membership::StageUpdate(storage::Batch& b, const Member& m) { StageAdd(b, m); }
+
+void Membership::Fill(etcdserverpb::MemberListResponse* resp) const {
+  for (const auto& m : List()) m.ToProto(resp->add_members());
+}
+
+Result<std::optional<uint64_t>> LoadLocalMemberId(const storage::Engine& e) {
+  ETCDW_ASSIGN_OR_RETURN(auto v, e.Get(storage::Column::kMeta, kLocalMemberIdKey));
+  if (!v) return std::optional<uint64_t>();
+  if (v->size() != 8) return DataLoss("local member ID record is corrupt");
+  return std::optional<uint64_t>(storage::DecodeFixed64BE(v->data()));
+}
+
+void StageLocalMemberId(storage::Batch& b, uint64_t id) {
+  b.Put(storage::Column::kMeta, kLocalMemberIdKey, storage::EncodeFixed64BE(id));
+}
+
+Result<std::vector<Member>> LoadJoinMembers(const storage::Engine& e) {
+  ETCDW_ASSIGN_OR_RETURN(auto v, e.Get(storage::Column::kMeta, kJoinMembersKey));
+  std::vector<Member> out;
+  if (!v) return out;
+  etcdserverpb::MemberListResponse list;
+  if (!list.ParseFromString(*v)) return DataLoss("join members record is corrupt");
+  for (const auto& pm : list.members()) out.push_back(Member::FromProto(pm));
+  return out;
+}
+
+void StageJoinMembers(storage::Batch& b, const std::vector<Member>& members) {
+  etcdserverpb::MemberListResponse list;
+  for (const Member& m : members) m.ToProto(list.add_members());
+  b.Put(storage::Column::kMeta, kJoinMembersKey, list.SerializeAsString());
 }
 
 }  // namespace etcdw::server

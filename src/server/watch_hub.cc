@@ -344,6 +344,19 @@ void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t 
   if (wake) WakeCatchUp();
 }
 
+void WatchHub::Resync(int64_t rev) {
+  {
+    std::lock_guard lock(mu_);
+    for (Watcher* w : synced_) {
+      w->synced = false;
+      unsynced_.insert(w);
+    }
+    synced_.clear();
+    rev_ = rev;
+  }
+  WakeCatchUp();
+}
+
 void WatchHub::ProgressTick() {
   std::lock_guard lock(mu_);
   for (WatchStream* s : streams_) {

@@ -132,3 +132,18 @@ void RaftLog::CommittedCompact(uint64_t index, uint64_t term) {
 }
 
 }  // namespace etcdw::storage
+
+namespace etcdw::storage {
+
+void RaftLog::StageReset(Batch& batch, uint64_t index, uint64_t term) {
+  batch.DeleteRange(Column::kRaftLog, EncodeFixed64BE(0), EncodeFixed64BE(UINT64_MAX));
+  batch.Put(Column::kMeta, "raft/compacted", EncodeFixed64BE(index) + EncodeFixed64BE(term));
+}
+
+void RaftLog::CommittedReset(uint64_t index, uint64_t term) {
+  first_ = index + 1;
+  last_ = index;
+  compacted_term_ = term;
+}
+
+}  // namespace etcdw::storage

@@ -58,9 +58,12 @@ class DiffTest : public ::testing::Test {
   void RestartBoth();
   void TearDown() override;
 
+  // Whether each side is a cluster (ETCDW_DIFF_MEMBERS > 1), called through a follower.
+  bool Clustered() const { return etcd_cluster_ != nullptr; }
+  int ClusterSize() const { return etcd_cluster_ ? etcd_cluster_->size() : 1; }
   Member& etcd() { return *etcd_; }
   Member& ours() { return *ours_; }
-  std::vector<Member*> both() { return {etcd_.get(), ours_.get()}; }
+  std::vector<Member*> both() { return {etcd_, ours_}; }
 
   // This member's ID (from its Status header), cached.
   uint64_t MemberId(Member& m);
@@ -119,8 +122,14 @@ class DiffTest : public ::testing::Test {
   int64_t SameRevision();
 
  private:
-  std::unique_ptr<Member> etcd_;
-  std::unique_ptr<Member> ours_;
+  // With ETCDW_DIFF_MEMBERS=N (N > 1) each side is an N-member cluster and the calls go to one
+  // of its followers; otherwise each side is a single member.
+  std::unique_ptr<Member> etcd_single_;
+  std::unique_ptr<Member> ours_single_;
+  std::unique_ptr<TestCluster> etcd_cluster_;
+  std::unique_ptr<TestCluster> ours_cluster_;
+  Member* etcd_ = nullptr;  // the member called, in its cluster
+  Member* ours_ = nullptr;
   std::map<Member*, uint64_t> ids_;
   Settings extra_;
 };

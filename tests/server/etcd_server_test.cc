@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "etcdw/common/etcd_errors.h"
-#include "etcdw/server/local_node.h"
 
 namespace etcdw::server {
 namespace {
@@ -36,7 +35,10 @@ class EtcdServerTest : public ::testing::Test {
 
   void Open(const std::string& extra_yaml = "") {
     server_.reset();
-    auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ + "\n" + extra_yaml, "test");
+    // The peer port is picked by the kernel: tests run in parallel.
+    auto cfg = common::ParseConfig(
+        "name: t\ndata-dir: " + dir_ + "\nlisten-peer-urls: http://127.0.0.1:0\n" + extra_yaml,
+        "test");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
     auto s = EtcdServer::Open(*cfg, clock_);
@@ -85,7 +87,7 @@ TEST_F(EtcdServerTest, WritesSurviveRestart) {
 
 TEST_F(EtcdServerTest, ProposalsArrivingDuringASyncShareTheNextOne) {
   Open();
-  auto& node = static_cast<LocalNode&>(server_->node());
+  auto& node = server_->node();
   uint64_t before = node.SyncedWrites();
   // 100 proposals issued without waiting: all but the first few queue behind an fsync.
   std::vector<etcdserverpb::PutRequest> reqs(100);
@@ -140,7 +142,10 @@ TEST_F(EtcdServerTest, ExpiredLeaseRevokesItsKeysByTheInjectedClock) {
   EXPECT_EQ(Get("leased")->kvs_size(), 0);
   etcdserverpb::LeaseTimeToLiveRequest ttl;
   ttl.set_id(lease->id());
-  EXPECT_EQ(server_->LeaseTimeToLive(ttl).ttl(), -1);
+  auto info = Await<etcdserverpb::LeaseTimeToLiveResponse>(
+      [&](auto cb) { server_->LeaseTimeToLive(ttl, cb); });
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->ttl(), -1);
 }
 
 TEST_F(EtcdServerTest, LeasesSurviveRestartWithFullTtl) {
@@ -161,10 +166,12 @@ TEST_F(EtcdServerTest, LeasesSurviveRestartWithFullTtl) {
   etcdserverpb::LeaseTimeToLiveRequest ttl;
   ttl.set_id(77);
   ttl.set_keys(true);
-  auto info = server_->LeaseTimeToLive(ttl);
-  EXPECT_EQ(info.grantedttl(), 10);
-  ASSERT_EQ(info.keys_size(), 1);
-  EXPECT_EQ(info.keys(0), "l");
+  auto info = Await<etcdserverpb::LeaseTimeToLiveResponse>(
+      [&](auto cb) { server_->LeaseTimeToLive(ttl, cb); });
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->grantedttl(), 10);
+  ASSERT_EQ(info->keys_size(), 1);
+  EXPECT_EQ(info->keys(0), "l");
 }
 
 TEST_F(EtcdServerTest, RequestLargerThanMaxRequestBytesIsRejected) {
@@ -239,13 +246,16 @@ TEST_F(EtcdServerTest, RestartIgnoresInitialClusterSettingsLikeEtcd) {
   EXPECT_EQ(r->kvs_size(), 1);
 }
 
-TEST_F(EtcdServerTest, FreshMemberJoiningAnExistingClusterIsRefusedClearly) {
+TEST_F(EtcdServerTest, JoiningWithoutOtherMembersIsRefusedClearly) {
   auto cfg = common::ParseConfig(
       "name: t\ndata-dir: " + dir_ + "\ninitial-cluster-state: existing\n", "test");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto s = EtcdServer::Open(*cfg, clock_);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("single-member clusters only"), std::string::npos);
+  EXPECT_NE(s.status().message().find("joining an existing cluster needs the peer URLs of its "
+                                      "other members"),
+            std::string::npos)
+      << s.status().ToString();
 }
 
 }  // namespace

@@ -86,6 +86,10 @@ Client& Member::client() {
 }
 
 bool Member::Start(const Settings& extra, std::chrono::milliseconds timeout) {
+  return Launch(extra) && WaitReady(timeout);
+}
+
+bool Member::Launch(const Settings& extra) {
   Settings s = {
       {"name", name_},
       {"data-dir", data_dir_},
@@ -112,6 +116,10 @@ bool Member::Start(const Settings& extra, std::chrono::milliseconds timeout) {
     return false;
   }
   client_.reset();
+  return true;
+}
+
+bool Member::WaitReady(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!PortOpen(client_port_)) {
     if (!proc_.Running() || std::chrono::steady_clock::now() >= deadline) return false;
@@ -139,6 +147,80 @@ std::optional<int> Member::Stop(std::chrono::milliseconds timeout) {
 void Member::Kill() {
   client_.reset();
   proc_.Kill();
+}
+
+}  // namespace etcdw::testing
+
+namespace etcdw::testing {
+
+TestCluster::TestCluster(int n, Member::Kind kind) {
+  for (int i = 0; i < n; ++i) {
+    members_.push_back(std::make_unique<Member>(kind, "m" + std::to_string(i)));
+  }
+}
+
+std::string TestCluster::InitialCluster() const {
+  std::string ic;
+  for (const auto& m : members_) {
+    if (!ic.empty()) ic += ",";
+    ic += m->name() + "=" + m->peer_url();
+  }
+  return ic;
+}
+
+Settings TestCluster::SettingsFor(const Settings& extra) const {
+  Settings s = {{"initial-cluster", InitialCluster()}, {"initial-cluster-token", "test-cluster"}};
+  for (const auto& [k, v] : extra) s[k] = v;
+  return s;
+}
+
+Member& TestCluster::Add() {
+  members_.push_back(
+      std::make_unique<Member>(members_.front()->kind(), "m" + std::to_string(members_.size())));
+  return *members_.back();
+}
+
+bool TestCluster::StartAll(const Settings& extra, std::chrono::milliseconds timeout) {
+  for (auto& m : members_) {
+    if (!m->Launch(SettingsFor(extra))) return false;
+  }
+  for (auto& m : members_) {
+    if (!m->WaitReady(timeout)) return false;
+  }
+  return true;
+}
+
+int TestCluster::Leader() {
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i]->Running()) continue;
+    etcdserverpb::StatusRequest req;
+    etcdserverpb::StatusResponse resp;
+    auto st = members_[i]->client().maintenance->Status(Ctx(std::chrono::milliseconds(500)).get(),
+                                                        req, &resp);
+    if (st.ok() && resp.leader() != 0 && resp.leader() == resp.header().member_id()) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+int TestCluster::WaitForLeader(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int l = Leader();
+    if (l >= 0) return l;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+std::string TestCluster::Endpoints() const {
+  std::string e;
+  for (const auto& m : members_) {
+    if (!e.empty()) e += ",";
+    e += m->endpoint();
+  }
+  return e;
 }
 
 }  // namespace etcdw::testing

@@ -49,6 +49,11 @@ class Member {
   Kind kind() const { return kind_; }
   const char* label() const { return kind_ == Kind::kEtcd ? "etcd" : "etcd-wrapper"; }
 
+  // Starts the process without waiting (a member of a cluster cannot be ready alone).
+  bool Launch(const Settings& extra = {});
+  // Waits until Maintenance.Status answers with a known leader.
+  bool WaitReady(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  const std::string& name() const { return name_; }
   // Starts and waits until Maintenance.Status answers. The data directory persists across
   // Start/Stop/Kill until the Member is destroyed.
   bool Start(const Settings& extra = {},
@@ -65,7 +70,11 @@ class Member {
 
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
   std::string url() const { return "http://" + endpoint(); }
-  std::string peer_url() const { return "http://127.0.0.1:" + std::to_string(peer_port_); }
+  std::string peer_url() const {
+    return peer_scheme_ + "://127.0.0.1:" + std::to_string(peer_port_);
+  }
+  // "http" (default) or "https": the scheme of peer_url() in later Launches.
+  void set_peer_scheme(std::string scheme) { peer_scheme_ = std::move(scheme); }
   const std::string& data_dir() const { return data_dir_; }
   const std::string& dir() const { return dir_.path(); }
   std::string log() const;
@@ -80,10 +89,34 @@ class Member {
   std::string data_dir_;
   int client_port_;
   int peer_port_;
+  std::string peer_scheme_ = "http";
   Process proc_;
   std::unique_ptr<Client> client_;
   int starts_ = 0;
   std::vector<std::string> extra_args_;
+};
+
+// N members on loopback forming one cluster (names m0, m1, ...).
+class TestCluster {
+ public:
+  explicit TestCluster(int n, Member::Kind kind = Member::Kind::kEtcdWrapper);
+  // initial-cluster naming every member, and the settings every member starts with.
+  std::string InitialCluster() const;
+  Settings SettingsFor(const Settings& extra) const;
+  // A new member (named m<size()>), not started, included in InitialCluster() from now on (to
+  // join with initial-cluster-state existing after MemberAdd).
+  Member& Add();
+  bool StartAll(const Settings& extra = {},
+                std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  Member& member(int i) { return *members_[static_cast<size_t>(i)]; }
+  int size() const { return static_cast<int>(members_.size()); }
+  // Index of the member that reports itself leader, or -1.
+  int Leader();
+  int WaitForLeader(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  std::string Endpoints() const;
+
+ private:
+  std::vector<std::unique_ptr<Member>> members_;
 };
 
 // Path of the etcd-wrapper binary under test.

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -165,6 +166,10 @@ class KvStore {
   // Writes the batch together with the consistent index (no sync: the log entries are already
   // durable) and publishes the new revision, compaction revision and consistent index.
   Status Commit(ApplyBatch& batch, uint64_t consistent_index);
+
+  // Runs `replace` (which rewrites the store's records, e.g. restoring a snapshot) with every
+  // reader held off, then reloads the store's metadata and leases from the engine.
+  Status ReplaceState(const std::function<Status()>& replace);
 
   // --- compactor thread ---
   // Records that compaction up to `rev` is physically complete.

@@ -8,7 +8,8 @@
 //   u8 0xFF (end) | zero bytes up to a multiple of 512 | 32-byte SHA-256 of all preceding bytes
 // (etcdctl accepts a snapshot only if its size modulo 512 is 32, as bbolt files are page-sized.)
 // Records cover the Keys, Revisions and Leases columns and the Meta column except the Raft
-// log's own records (a snapshot is state, not log).
+// log's own records ("raft/") and the member's local records ("local/"): a snapshot is
+// replicated state, not log, and not the identity of the member that made it.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,9 @@ class SnapshotWriter {
 // Verifies a snapshot stream and loads it into an empty engine. Fails without partial success
 // reported as success: on any error the caller must discard the engine.
 Status RestoreSnapshot(std::istream& in, storage::Engine& engine);
+
+// Deletes every record a snapshot covers (before restoring a snapshot over existing state).
+Status ClearState(storage::Engine& engine);
 
 // Checks only the trailer (SHA-256) of a snapshot file.
 Status VerifySnapshotFile(const std::string& path);

@@ -15,6 +15,7 @@
 #include "etcdw/server/alarm_store.h"
 #include "etcdw/server/apply_result.h"
 #include "etcdw/server/lessor.h"
+#include "etcdw/server/membership.h"
 #include "etcdw/server/quota.h"
 #include "etcdw/server/watch_hub.h"
 
@@ -29,9 +30,13 @@ struct ApplierDeps {
   WaitRegistry* waits = nullptr;
   Quota* quota = nullptr;
   int64_t min_lease_ttl = 2;  // seconds
+  Membership* membership = nullptr;
   // Called when an applied request exceeded the space quota. The alarm must be raised through
   // the log (a proposal), never by the apply itself: sizes differ between members.
   std::function<void()> on_quota_exceeded;
+  // Called after the batch is committed, for each conf-change entry in order. A change the
+  // membership refused has node_id 0 (Raft must not change its configuration for it).
+  std::function<void(const raftpb::ConfChange&)> on_conf_change;
 };
 
 class Applier {
@@ -51,6 +56,9 @@ class Applier {
     std::vector<int64_t> revoked;
   };
   ApplyResult ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req, Effects& fx);
+  // Validates a membership change against the current members and stages it; clears the
+  // change's node_id when it is refused.
+  ApplyResult ApplyConfChange(mvcc::ApplyBatch& batch, raftpb::ConfChange& cc);
   // The request was applied but exceeded the quota: etcd answers NoSpace.
   ApplyResult QuotaExceeded();
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 
 namespace etcdw::server {
@@ -25,16 +26,24 @@ using ApplyCallback = std::function<void(ApplyResult)>;
 // Proposals waiting for their entry to be applied, by request ID.
 class WaitRegistry {
  public:
-  void Register(uint64_t id, ApplyCallback cb);
+  // `deadline`: when the request is given up (its entry may have been lost with a leader).
+  void Register(uint64_t id, ApplyCallback cb,
+                common::Clock::TimePoint deadline = common::Clock::TimePoint::max());
   // Delivers the result to the waiter (if this member proposed it). Returns whether one waited.
   bool Trigger(uint64_t id, ApplyResult result);
   // Fails every waiter (shutdown).
   void FailAll(const Status& status);
+  // Fails the waiters whose deadline is before `now`.
+  void ExpireBefore(common::Clock::TimePoint now, const Status& status);
   size_t Size() const;
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, ApplyCallback> waiters_;
+  struct Waiter {
+    ApplyCallback cb;
+    common::Clock::TimePoint deadline;
+  };
+  std::unordered_map<uint64_t, Waiter> waiters_;
 };
 
 }  // namespace etcdw::server

@@ -24,7 +24,10 @@
 #include "etcdw/server/lessor.h"
 #include "etcdw/server/membership.h"
 #include "etcdw/server/node.h"
+#include "etcdw/server/peer_methods.h"
+#include "etcdw/server/peer_transport.h"
 #include "etcdw/server/quota.h"
+#include "etcdw/server/raft_node.h"
 #include "etcdw/server/task_runner.h"
 #include "etcdw/server/watch_hub.h"
 #include "etcdw/storage/engine.h"
@@ -45,11 +48,14 @@ class EtcdServer {
   Status Start();
   // Stops accepting work, fails waiting requests, stops background work. Idempotent.
   void Stop();
+  // Whether this member has published its name and client URLs to the cluster (etcd serves
+  // clients only from then on: until then MemberList would show it unstarted).
+  bool Published() const;
   // Called with the error when the member stops by itself (storage failure).
   void SetFatalHandler(std::function<void(const Status&)> fn) { on_fatal_ = std::move(fn); }
 
-  uint64_t member_id() const { return cluster_.local_id; }
-  uint64_t cluster_id() const { return cluster_.cluster_id; }
+  uint64_t member_id() const { return local_id_; }
+  uint64_t cluster_id() const { return membership_.cluster_id(); }
   const common::EtcdConfig& config() const { return cfg_; }
   // Sets cluster_id, member_id, raft_term, and the current revision if revision is 0.
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
@@ -68,10 +74,12 @@ class EtcdServer {
                   Reply<etcdserverpb::LeaseGrantResponse> reply);
   void LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
                    Reply<etcdserverpb::LeaseRevokeResponse> reply);
-  // Keepalive: the lease's TTL; 0 when the lease is unknown or expired (etcd's answer).
-  Result<int64_t> LeaseRenew(int64_t id);
-  etcdserverpb::LeaseTimeToLiveResponse LeaseTimeToLive(
-      const etcdserverpb::LeaseTimeToLiveRequest& r);
+  // Keepalive: the lease's TTL; 0 when the lease is unknown or expired (etcd's answer). The
+  // leader renews; another member forwards the renewal to it.
+  void LeaseRenew(int64_t id, Reply<int64_t> reply);
+  // Answered by the leader (it runs lease expiry), forwarded there by the others.
+  void LeaseTimeToLive(const etcdserverpb::LeaseTimeToLiveRequest& r,
+                       Reply<etcdserverpb::LeaseTimeToLiveResponse> reply);
   etcdserverpb::LeaseLeasesResponse LeaseLeases();
 
   // --- Maintenance ---
@@ -85,10 +93,31 @@ class EtcdServer {
 
   // --- Cluster ---
   etcdserverpb::MemberListResponse MemberList();
+  void MemberList(const etcdserverpb::MemberListRequest& r,
+                  Reply<etcdserverpb::MemberListResponse> reply);
+  void MemberAdd(const etcdserverpb::MemberAddRequest& r,
+                 Reply<etcdserverpb::MemberAddResponse> reply);
+  void MemberRemove(const etcdserverpb::MemberRemoveRequest& r,
+                    Reply<etcdserverpb::MemberRemoveResponse> reply);
+  void MemberUpdate(const etcdserverpb::MemberUpdateRequest& r,
+                    Reply<etcdserverpb::MemberUpdateResponse> reply);
+  // Decided by the leader, forwarded there by the others.
+  void MemberPromote(const etcdserverpb::MemberPromoteRequest& r,
+                     Reply<etcdserverpb::MemberPromoteResponse> reply);
+  void MoveLeader(const etcdserverpb::MoveLeaderRequest& r,
+                  Reply<etcdserverpb::MoveLeaderResponse> reply);
+  // A learner serves only Status and serializable ranges (etcd's rule).
+  bool IsLearner() const;
+  // The header of cluster responses: identity and term, no revision (as etcd's).
+  void FillClusterHeader(etcdserverpb::ResponseHeader* h) const;
+  // When leading a cluster with other voters, hands leadership to one of them (used before
+  // a graceful stop, as etcd does). Waits at most `timeout`.
+  void TransferLeadershipForStop(std::chrono::milliseconds timeout);
 
   WatchHub& watch_hub() { return *hub_; }
   mvcc::KvStore& kv() { return *kv_; }
-  Node& node() { return *node_; }
+  RaftNode& node() { return *node_; }
+  Membership& membership() { return membership_; }
   Lessor& lessor() { return *lessor_; }
 
   // Runs the periodic duties once (lease expiry, progress notifications, auto compaction);
@@ -100,6 +129,33 @@ class EtcdServer {
       : cfg_(cfg), clock_(clock) {}
   // Proposes `req`; `done` receives the applied result (on the apply thread).
   void Propose(internalpb::Request req, ApplyCallback done);
+  // Proposes a membership change; `done` receives the members after it, or the refusal.
+  void ProposeConfChange(raftpb::ConfChange cc, ApplyCallback done);
+  // The leader's side of MemberPromote (NotLeader elsewhere).
+  void PromoteAsLeader(const etcdserverpb::MemberPromoteRequest& r,
+                       Reply<etcdserverpb::MemberPromoteResponse> reply);
+  // The leader's side of LeaseTimeToLive, from its lessor.
+  etcdserverpb::LeaseTimeToLiveResponse LocalLeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& r);
+  // Runs `method` on the current leader (locally when this member leads), waiting for a leader
+  // and retrying through leader changes and lost connections until `deadline`, then Timeout.
+  // `done` runs once, on any thread.
+  void CallLeader(PeerMethod method, std::string payload,
+                  std::chrono::steady_clock::time_point deadline,
+                  std::function<void(Result<std::string>)> done);
+  // Answers a peer's call (PeerTransportHandler::on_call).
+  void ServePeerCall(uint32_t method, std::string payload,
+                     std::function<void(Status, std::string)> respond);
+  // Runs `fn` on the ticker thread at its next tick (at most 100 ms), or at Stop().
+  void RunSoon(std::function<void()> fn);
+  // This member's view of the cluster for a joining member (on_cluster_info).
+  std::string ClusterInfo() const;
+  // etcd's strict reconfiguration checks.
+  bool ReadyToAddVoter() const;
+  bool ReadyToRemoveVoter(uint64_t id) const;
+  // Publishes this member's name and client URLs once (etcd's publish), retried by the ticker.
+  void MaybePublishAttributes();
+  std::chrono::milliseconds RequestTimeout() const;
   template <typename Resp>
   void ProposeFor(internalpb::Request req, Reply<Resp> reply);
   // When `cost` does not fit the quota: raises NOSPACE, calls `reply` with NoSpace once the
@@ -109,27 +165,40 @@ class EtcdServer {
   void RaiseNoSpaceAlarm();
   void TickerLoop();
   void Fatal(const Status& st);
+  // Node callbacks (node thread).
+  void OnLeaderChange(bool is_leader);
+  void OnConfChange(const raftpb::ConfChange& cc);
+  void OnSnapshotInstalled();
 
   common::EtcdConfig cfg_;
   const common::Clock& clock_;
   std::unique_ptr<storage::Engine> engine_;
   std::unique_ptr<mvcc::KvStore> kv_;
   std::unique_ptr<mvcc::Compactor> compactor_;
-  ClusterState cluster_;
+  uint64_t local_id_ = 0;
+  Membership membership_;
   std::unique_ptr<AlarmStore> alarms_;
   std::unique_ptr<Lessor> lessor_;
   std::unique_ptr<Quota> quota_;
   std::unique_ptr<WatchHub> hub_;
   WaitRegistry waits_;
   std::unique_ptr<Applier> applier_;
-  std::unique_ptr<Node> node_;
+  std::unique_ptr<RaftNode> node_;
+  std::unique_ptr<PeerTransport> transport_;
   std::unique_ptr<TaskRunner> tasks_;
+  std::unique_ptr<TaskRunner> reads_;  // linearizable reads confirmed by a ReadIndex round
   std::optional<AutoCompactor> auto_compactor_;
 
   std::atomic<uint64_t> next_request_id_{0};
+  std::atomic<bool> publishing_{false};
+  common::Clock::TimePoint next_publish_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
   std::function<void(const Status&)> on_fatal_;
+
+  std::mutex soon_mu_;
+  std::vector<std::function<void()>> soon_;  // RunSoon's queue
+  bool soon_closed_ = false;                 // set by Stop()
 
   std::mutex ticker_mu_;
   std::condition_variable ticker_cv_;

@@ -29,6 +29,8 @@ class Lessor {
   void Promote(const std::vector<mvcc::LeaseInfo>& leases, std::chrono::milliseconds extend);
   // Stops running expiry (a follower keeps leases forever until the leader revokes them).
   void Demote();
+  // Replaces the known leases (after the state was replaced by a snapshot).
+  void Reset(const std::vector<mvcc::LeaseInfo>& leases);
   bool primary() const;
 
   // Applied grant / revoke (called by the applier after the batch is committed).

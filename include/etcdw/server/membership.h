@@ -1,50 +1,95 @@
-// Cluster membership: members, and the member and cluster IDs etcd derives deterministically
-// from peer URLs and the cluster token (so a member keeps its ID across restarts and an
-// etcd member and ours configured alike get the same IDs).
+// Cluster membership. The members are replicated state: they change only by applying Raft
+// conf-change entries (and member-attribute requests), so every member derives the same list
+// from the log. The Raft configuration is derived from it (voters and learners). This member's
+// own identity (member ID, cluster ID) is local state, written once at bootstrap or join.
+//
+// Meta column: cluster/id -> be64, cluster/member/<hex id> -> MemberRecord,
+//              cluster/removed/<hex id> -> "", local/member_id -> be64 (not replicated).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/common/config.h"
 #include "etcdw/common/status.h"
+#include "etcdw/raft.pb.h"
 #include "etcdw/storage/engine.h"
 
 namespace etcdw::server {
 
 struct Member {
   uint64_t id = 0;
-  std::string name;
+  std::string name;  // empty until the member has started and published it
   std::vector<std::string> peer_urls;
   std::vector<std::string> client_urls;
   bool is_learner = false;
 
   void ToProto(etcdserverpb::Member* out) const;
+  static Member FromProto(const etcdserverpb::Member& m);
+  std::string Serialize() const;  // as an internalpb.MemberRecord
+  static std::optional<Member> Parse(std::string_view bytes);
 };
 
-// etcd's NewMember ID: the first 8 bytes (big-endian) of SHA-1 over the sorted peer URLs
-// concatenated, followed by the cluster token.
-uint64_t ComputeMemberId(std::vector<std::string> peer_urls, const std::string& token);
+// etcd's member ID: the first 8 bytes (big-endian) of SHA-1 over the sorted peer URLs
+// concatenated, the cluster token, and for members added at runtime the Unix time.
+uint64_t ComputeMemberId(std::vector<std::string> peer_urls, const std::string& token,
+                         std::optional<int64_t> unix_time = std::nullopt);
 // etcd's cluster ID: the first 8 bytes of SHA-1 over the sorted member IDs (8 bytes each).
 uint64_t ComputeClusterId(std::vector<uint64_t> member_ids);
-
-// Identity and membership as persisted in the Meta column at bootstrap.
-struct ClusterState {
-  uint64_t cluster_id = 0;
-  uint64_t local_id = 0;
-  std::vector<Member> members;
-
-  const Member* Find(uint64_t id) const;
-};
-
-// Loads the persisted state, or bootstraps it from the configuration (initial-cluster,
-// initial-cluster-token) on a fresh data directory and persists it.
-Result<ClusterState> LoadOrBootstrapCluster(storage::Engine& engine, const common::EtcdConfig& cfg);
-
 // The 16-hex-digit form etcd prints IDs in.
 std::string IdToHex(uint64_t id);
+
+// The members of a new cluster as initial-cluster describes them (IDs as etcd computes them);
+// only this member's own client URLs are known.
+std::vector<Member> InitialMembers(const common::EtcdConfig& cfg);
+
+class Membership {
+ public:
+  Status Load(const storage::Engine& engine);
+
+  uint64_t cluster_id() const;
+  std::vector<Member> List() const;  // by ID
+  std::optional<Member> Get(uint64_t id) const;
+  bool IsRemoved(uint64_t id) const;
+  // The member whose peer URLs are exactly `urls` (any order).
+  std::optional<Member> FindByPeerUrls(const std::vector<std::string>& urls) const;
+  // The member (other than `except`) using any of `urls`.
+  std::optional<Member> FindUsingAnyPeerUrl(const std::vector<std::string>& urls,
+                                            uint64_t except = 0) const;
+  raftpb::ConfState ConfState() const;
+  size_t VoterCount() const;
+  size_t LearnerCount() const;
+  // Voters that have published their attributes (started).
+  size_t StartedVoterCount() const;
+
+  // Apply-thread changes, staged into the batch and visible at once to readers of this object.
+  void StageClusterId(storage::Batch& b, uint64_t cluster_id);
+  void StageAdd(storage::Batch& b, const Member& m);
+  void StageRemove(storage::Batch& b, uint64_t id);
+  void StageUpdate(storage::Batch& b, const Member& m);
+
+  void Fill(etcdserverpb::MemberListResponse* resp) const;
+
+ private:
+  mutable std::mutex mu_;
+  uint64_t cluster_id_ = 0;
+  std::map<uint64_t, Member> members_;
+  std::set<uint64_t> removed_;
+};
+
+// This member's ID in the data directory, if it has one.
+Result<std::optional<uint64_t>> LoadLocalMemberId(const storage::Engine& engine);
+void StageLocalMemberId(storage::Batch& b, uint64_t id);
+// The members a joining member learnt from the cluster (DiscoverCluster), kept until the log
+// brings the replicated membership: the transport needs their URLs to answer the leader, also
+// after a restart before the member has caught up. Empty for a member that bootstrapped.
+Result<std::vector<Member>> LoadJoinMembers(const storage::Engine& engine);
+void StageJoinMembers(storage::Batch& b, const std::vector<Member>& members);
 
 }  // namespace etcdw::server

@@ -1,6 +1,5 @@
 // The consensus layer as the server sees it: proposals go in, committed entries come out in
-// order to the Applier, and reads can be made linearizable. This release has a single-member
-// implementation (LocalNode); the Raft-replicated member implements the same interface.
+// order to the Applier, and reads can be made linearizable. RaftNode implements it.
 #pragma once
 
 #include <cstdint>

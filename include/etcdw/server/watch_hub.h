@@ -111,6 +111,9 @@ class WatchHub {
 
   // Applied changes (apply thread, after commit). `rev` is the store revision after them.
   void Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t rev);
+  // The store's state was replaced (a snapshot was installed): every watcher catches up again
+  // from the new history (or learns it was compacted); `rev` is the new revision.
+  void Resync(int64_t rev);
   // Sends a progress notification to every synced watcher that asked for them and received
   // no events since the previous tick.
   void ProgressTick();

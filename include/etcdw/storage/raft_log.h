@@ -42,11 +42,14 @@ class RaftLog {
   void StageHardState(Batch& batch, const raftpb::HardState& hs);
   // Stages removal of every entry with index <= `index` (index <= LastIndex()).
   void StageCompact(Batch& batch, uint64_t index, uint64_t term);
+  // Stages removal of every entry: the log restarts after (index, term), a snapshot's point.
+  void StageReset(Batch& batch, uint64_t index, uint64_t term);
 
   // After the batch holding the staged changes has been written: update the in-memory view.
   void CommittedAppend(const std::vector<raftpb::Entry>& entries);
   void CommittedHardState(const raftpb::HardState& hs) { hard_state_ = hs; }
   void CommittedCompact(uint64_t index, uint64_t term);
+  void CommittedReset(uint64_t index, uint64_t term);
 
  private:
   Engine& engine_;

@@ -71,7 +71,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(EtcdServer& server) {
   g->services_.push_back(grpcapi::NewWatchService(server));
   g->services_.push_back(grpcapi::NewLeaseService(server, *g->calls_));
   g->services_.push_back(grpcapi::NewMaintenanceService(server, *g->calls_));
-  g->services_.push_back(grpcapi::NewClusterService(server));
+  g->services_.push_back(grpcapi::NewClusterService(server, *g->calls_));
   for (auto& s : g->services_) b.RegisterService(s.get());
 
   g->server_ = b.BuildAndStart();

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
+#include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
 
@@ -69,6 +72,29 @@ std::unique_ptr<grpc::Service> NewKvService(EtcdServer& server, CallTracker& cal
 std::unique_ptr<grpc::Service> NewWatchService(EtcdServer& server);
 std::unique_ptr<grpc::Service> NewLeaseService(EtcdServer& server, CallTracker& calls);
 std::unique_ptr<grpc::Service> NewMaintenanceService(EtcdServer& server, CallTracker& calls);
-std::unique_ptr<grpc::Service> NewClusterService(EtcdServer& server);
+std::unique_ptr<grpc::Service> NewClusterService(EtcdServer& server, CallTracker& calls);
+
+// etcd refuses every request on a learner except Status and serializable Range; finishes the
+// call with that error and returns false when `s` is a learner.
+inline bool LearnerAllows(EtcdServer& s, grpc::ServerUnaryReactor* reactor) {
+  if (!s.IsLearner()) return true;
+  reactor->Finish(ToGrpc(errors::NotSupportedForLearner()));
+  return false;
+}
+
+// Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
+// learner; or when the client asked for a leader (metadata "hasleader: true", which etcd's Go
+// client sends with WithRequireLeader, e.g. kube-apiserver's watches) and none is known.
+inline std::optional<Status> RefuseStream(EtcdServer& s, const grpc::CallbackServerContext* ctx) {
+  if (s.IsLearner()) return errors::NotSupportedForLearner();
+  auto md = ctx->client_metadata().equal_range("hasleader");
+  for (auto it = md.first; it != md.second; ++it) {
+    if (std::string_view(it->second.data(), it->second.size()) == "true" &&
+        s.node().Leader() == 0) {
+      return errors::NoLeader();
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace etcdw::server::grpcapi

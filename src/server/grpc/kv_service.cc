@@ -15,6 +15,7 @@ class KvService final : public KV::CallbackService {
   grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* ctx, const RangeRequest* req,
                                   RangeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!req->serializable() && !LearnerAllows(s_, reactor)) return reactor;
     s_.Range(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -22,6 +23,7 @@ class KvService final : public KV::CallbackService {
   grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const PutRequest* req,
                                 PutResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.Put(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -30,6 +32,7 @@ class KvService final : public KV::CallbackService {
                                         const DeleteRangeRequest* req,
                                         DeleteRangeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.DeleteRange(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -37,6 +40,7 @@ class KvService final : public KV::CallbackService {
   grpc::ServerUnaryReactor* Txn(grpc::CallbackServerContext* ctx, const TxnRequest* req,
                                 TxnResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.Txn(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -44,6 +48,7 @@ class KvService final : public KV::CallbackService {
   grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* ctx, const CompactionRequest* req,
                                     CompactionResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.Compact(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }

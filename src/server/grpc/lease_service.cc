@@ -12,7 +12,13 @@ using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
 class KeepAliveReactor final
     : public grpc::ServerBidiReactor<LeaseKeepAliveRequest, LeaseKeepAliveResponse> {
  public:
-  explicit KeepAliveReactor(EtcdServer& s) : s_(s) { StartRead(&req_); }
+  KeepAliveReactor(EtcdServer& s, const grpc::CallbackServerContext* ctx) : s_(s) {
+    if (auto refused = RefuseStream(s_, ctx)) {
+      Finish(ToGrpc(*refused));
+      return;
+    }
+    StartRead(&req_);
+  }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
@@ -24,13 +30,16 @@ class KeepAliveReactor final
     // The header is taken before renewing, so a revocation at revision N is never reported
     // with a keepalive at a later revision.
     s_.FillHeader(resp_.mutable_header());
-    auto ttl = s_.LeaseRenew(req_.id());
-    if (!ttl.ok()) {
-      Finish(ToGrpc(ttl.status()));
-      return;
-    }
-    resp_.set_ttl(ttl.value());
-    StartWrite(&resp_);
+    // Answered at once by the leader, after a round trip to it elsewhere (on a transport
+    // thread); the next request is read only after this answer is written.
+    s_.LeaseRenew(req_.id(), [this](Result<int64_t> ttl) {
+      if (!ttl.ok()) {
+        Finish(ToGrpc(ttl.status()));
+        return;
+      }
+      resp_.set_ttl(ttl.value());
+      StartWrite(&resp_);
+    });
   }
 
   void OnWriteDone(bool ok) override {
@@ -57,6 +66,7 @@ class LeaseService final : public etcdserverpb::Lease::CallbackService {
                                        const LeaseGrantRequest* req,
                                        LeaseGrantResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.LeaseGrant(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -65,27 +75,29 @@ class LeaseService final : public etcdserverpb::Lease::CallbackService {
                                         const LeaseRevokeRequest* req,
                                         LeaseRevokeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.LeaseRevoke(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
   grpc::ServerBidiReactor<LeaseKeepAliveRequest, LeaseKeepAliveResponse>* LeaseKeepAlive(
-      grpc::CallbackServerContext*) override {
-    return new KeepAliveReactor(s_);
+      grpc::CallbackServerContext* ctx) override {
+    return new KeepAliveReactor(s_, ctx);
   }
 
   grpc::ServerUnaryReactor* LeaseTimeToLive(grpc::CallbackServerContext* ctx,
                                             const LeaseTimeToLiveRequest* req,
                                             LeaseTimeToLiveResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    *resp = s_.LeaseTimeToLive(*req);
-    reactor->Finish(grpc::Status::OK);
+    if (!LearnerAllows(s_, reactor)) return reactor;
+    s_.LeaseTimeToLive(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
 
   grpc::ServerUnaryReactor* LeaseLeases(grpc::CallbackServerContext* ctx, const LeaseLeasesRequest*,
                                         LeaseLeasesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     *resp = s_.LeaseLeases();
     reactor->Finish(grpc::Status::OK);
     return reactor;

@@ -22,6 +22,10 @@ class SnapshotReactor final : public grpc::ServerWriteReactor<SnapshotResponse> 
   static constexpr size_t kShaSize = 32;
 
   explicit SnapshotReactor(EtcdServer& s) {
+    if (s.IsLearner()) {  // etcd refuses streams on learners
+      Finish(ToGrpc(errors::NotSupportedForLearner()));
+      return;
+    }
     s.OpenSnapshot([this](Result<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> r) {
       if (!r.ok()) {
         Finish(ToGrpc(r.status()));
@@ -103,6 +107,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Alarm(grpc::CallbackServerContext* ctx, const AlarmRequest* req,
                                   AlarmResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.Alarm(*req,
              FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
     return reactor;
@@ -119,6 +124,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* ctx, const DefragmentRequest*,
                                        DefragmentResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.Defragment(
         FinishWith(s_, calls_, reactor, resp, /*header=*/false));  // etcd sends no header here
     return reactor;
@@ -127,6 +133,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Hash(grpc::CallbackServerContext* ctx, const HashRequest*,
                                  HashResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.Hash(FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -134,6 +141,7 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* HashKV(grpc::CallbackServerContext* ctx, const HashKVRequest* req,
                                    HashKVResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!LearnerAllows(s_, reactor)) return reactor;
     s_.HashKV(*req, FinishWith(s_, calls_, reactor, resp));
     return reactor;
   }
@@ -147,16 +155,9 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
                                        const MoveLeaderRequest* req,
                                        MoveLeaderResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!s_.node().IsLeader()) {
-      reactor->Finish(ToGrpc(errors::NotLeader()));
-      return reactor;
-    }
-    // With a single voting member the only valid transferee is this member, already leader.
-    if (req->targetid() != s_.member_id()) {
-      reactor->Finish(ToGrpc(errors::BadLeaderTransferee()));
-      return reactor;
-    }
-    reactor->Finish(grpc::Status::OK);  // etcd answers without a header
+    if (!LearnerAllows(s_, reactor)) return reactor;
+    // etcd answers without a header.
+    s_.MoveLeader(*req, FinishWith(s_, calls_, reactor, resp, /*header=*/false));
     return reactor;
   }
 
@@ -165,30 +166,10 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   CallTracker& calls_;
 };
 
-class ClusterService final : public etcdserverpb::Cluster::CallbackService {
- public:
-  explicit ClusterService(EtcdServer& s) : s_(s) {}
-
-  grpc::ServerUnaryReactor* MemberList(grpc::CallbackServerContext* ctx, const MemberListRequest*,
-                                       MemberListResponse* resp) override {
-    auto* reactor = ctx->DefaultReactor();
-    *resp = s_.MemberList();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
- private:
-  EtcdServer& s_;
-};
-
 }  // namespace
 
 std::unique_ptr<grpc::Service> NewMaintenanceService(EtcdServer& server, CallTracker& calls) {
   return std::make_unique<MaintenanceService>(server, calls);
-}
-
-std::unique_ptr<grpc::Service> NewClusterService(EtcdServer& server) {
-  return std::make_unique<ClusterService>(server);
 }
 
 }  // namespace etcdw::server::grpcapi

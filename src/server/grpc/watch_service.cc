@@ -12,7 +12,11 @@ using etcdserverpb::WatchResponse;
 
 class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse> {
  public:
-  explicit WatchReactor(EtcdServer& server) : sink_(this) {
+  WatchReactor(EtcdServer& server, const grpc::CallbackServerContext* ctx) : sink_(this) {
+    if (auto refused = RefuseStream(server, ctx)) {
+      Finish(ToGrpc(*refused));
+      return;
+    }
     stream_ = server.watch_hub().NewStream(&sink_);
     StartRead(&req_);
   }
@@ -36,7 +40,9 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   }
 
   void OnWriteDone(bool ok) override { stream_->WriteDone(ok); }
-  void OnCancel() override { stream_->Close(); }
+  void OnCancel() override {
+    if (stream_) stream_->Close();
+  }
   void OnDone() override { delete this; }
 
  private:
@@ -62,8 +68,8 @@ class WatchService final : public etcdserverpb::Watch::CallbackService {
  public:
   explicit WatchService(EtcdServer& s) : s_(s) {}
   grpc::ServerBidiReactor<WatchRequest, WatchResponse>* Watch(
-      grpc::CallbackServerContext*) override {
-    return new WatchReactor(s_);
+      grpc::CallbackServerContext* ctx) override {
+    return new WatchReactor(s_, ctx);
   }
 
  private:

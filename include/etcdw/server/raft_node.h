@@ -1,0 +1,178 @@
+// A member's consensus node: our Raft core (RawNode) driven by one loop thread that ticks it,
+// feeds it peer messages and proposals, and processes each Ready in the order Raft requires:
+//   1. append entries and hard state to the durable log (synced when Raft says so);
+//   2. send messages (snapshots stream from a consistent copy of the state);
+//   3. install a received snapshot / apply committed entries (conf changes reconfigure Raft,
+//      the membership and the transport);
+//   4. advance.
+// It serves linearizable reads through ReadIndex (concurrent reads share one round), compacts
+// the log every snapshot-count entries, and installs snapshots crash-safely.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcdw/mvcc/kv_store.h"
+#include "etcdw/raft/raw_node.h"
+#include "etcdw/server/applier.h"
+#include "etcdw/server/membership.h"
+#include "etcdw/server/node.h"
+#include "etcdw/server/peer_transport.h"
+#include "etcdw/storage/raft_log.h"
+
+namespace etcdw::server {
+
+struct RaftNodeOptions {
+  uint64_t member_id = 0;
+  std::chrono::milliseconds tick_interval{100};  // heartbeat-interval
+  int election_ticks = 10;                       // election-timeout / heartbeat-interval
+  uint64_t snapshot_count = 100000;
+  uint64_t catch_up_entries = 5000;  // kept in the log after compaction for slow followers
+  uint64_t max_size_per_msg = 1 << 20;
+  size_t max_inflight_msgs = 512;
+  bool pre_vote = true;
+  // Bootstrap a new cluster with these members (fresh data directory only).
+  std::vector<Member> bootstrap_members;
+  std::string snapshot_dir;  // where received snapshots are staged
+  // An unrecoverable error stopped the node (the member must stop).
+  std::function<void(const Status&)> on_fatal;
+  // This member was removed from the cluster (applied).
+  std::function<void()> on_removed;
+  // Leadership changed; `leader` is the new leader (0: none), `is_leader` whether it is us.
+  std::function<void(uint64_t leader, bool is_leader)> on_leader_change;
+  // A membership change was applied (for the transport's peer list); called on the node thread.
+  std::function<void(const raftpb::ConfChange&)> on_conf_change;
+  // Called on the node thread after a snapshot replaced the state.
+  std::function<void()> on_snapshot_installed;
+};
+
+class RaftNode final : public Node {
+ public:
+  RaftNode(storage::Engine& engine, mvcc::KvStore& kv, Applier& applier, Membership& membership,
+           RaftNodeOptions opts);
+  ~RaftNode() override;
+
+  // Where messages go; set before Start (the transport's handler calls the On* methods).
+  void SetTransport(PeerTransport* transport) { transport_ = transport; }
+
+  Status Start() override;
+  void Stop() override;
+  Status Propose(std::string data) override;
+  void ReadIndex(std::function<void(Status)> ready) override;
+  // True when a linearizable read needs no round trip: this member is the only voter and the
+  // leader, so every acknowledged write is already applied here.
+  bool CanReadLocally() const;
+
+  // Proposes a membership change (the caller validated it).
+  Status ProposeConfChange(const raftpb::ConfChange& cc);
+  // Asks Raft to hand leadership to `to`; completes when `to` leads or after `timeout`.
+  void TransferLeadership(uint64_t to, std::chrono::milliseconds timeout,
+                          std::function<void(Status)> done);
+
+  uint64_t Term() const override { return term_.load(); }
+  uint64_t Leader() const override { return lead_.load(); }
+  bool IsLeader() const override { return is_leader_.load(); }
+  uint64_t CommitIndex() const override { return commit_.load(); }
+  uint64_t AppliedIndex() const override { return applier_.AppliedIndex(); }
+  // The leader's view of a member's replication (match index), if this member leads.
+  std::optional<uint64_t> MatchIndex(uint64_t member) const;
+  uint64_t LastIndex() const { return last_index_.load(); }
+  uint64_t SyncedWrites() const { return synced_writes_.load(); }
+
+  // Called by the applier (on the node thread) for each applied conf change.
+  void ApplyConfChange(const raftpb::ConfChange& cc);
+
+  // Transport callbacks (any thread).
+  void OnMessage(raftpb::Message m);
+  void OnUnreachable(uint64_t peer);
+  void OnSnapshotSent(uint64_t peer, bool ok);
+  std::unique_ptr<SnapshotSink> OnSnapshot(const raftpb::Message& m);
+  void OnSnapshotReceived(raftpb::Message m);
+
+ private:
+  struct Event {
+    enum Kind { kMessage, kPropose, kConfChange, kUnreachable, kSnapStatus, kTransfer } kind;
+    raftpb::Message msg;
+    std::string data;
+    raftpb::ConfChange cc;
+    uint64_t peer = 0;
+    bool ok = false;
+    std::function<void(Status)> done;
+  };
+  struct ReadRound {
+    std::string ctx;
+    std::vector<std::function<void(Status)>> waiters;
+    std::chrono::steady_clock::time_point sent;
+    std::chrono::steady_clock::time_point first;
+  };
+  struct Transfer {
+    uint64_t to;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(Status)> done;
+  };
+
+  void Push(Event e);
+  void Loop();
+  // Processes every Ready; false on a fatal error.
+  bool ProcessReadies();
+  Status HandleReady(raft::Ready& rd);
+  Status InstallSnapshot(const raftpb::Snapshot& snap);
+  void SendMessages(std::vector<raftpb::Message>& msgs);
+  void ServeReads(const std::vector<raft::ReadState>& states);
+  void MaybeStartReadRound();
+  void ExpireWaits();
+  // Stages log compaction when due; returns the (index, term) compacted to, or nullopt.
+  std::optional<std::pair<uint64_t, uint64_t>> MaybeCompactLog(storage::Batch& batch);
+  Status RecoverInterruptedInstall();
+  std::chrono::milliseconds RequestTimeout() const;
+  std::string SnapshotPath(uint64_t index) const;
+  void Fail(const Status& st);
+
+  storage::Engine& engine_;
+  mvcc::KvStore& kv_;
+  Applier& applier_;
+  Membership& membership_;
+  RaftNodeOptions opts_;
+  storage::RaftLog log_;
+  std::unique_ptr<raft::Storage> raft_storage_;
+  std::unique_ptr<raft::RawNode> raw_;
+  PeerTransport* transport_ = nullptr;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> inbox_;
+  std::vector<std::function<void(Status)>> read_waiters_;
+  bool stopping_ = false;
+  std::thread loop_;
+
+  // Loop-thread state.
+  std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> unsent_props_;
+  std::optional<ReadRound> read_round_;
+  std::deque<std::pair<uint64_t, std::vector<std::function<void(Status)>>>> ready_reads_;
+  std::vector<Transfer> transfers_;
+  std::vector<std::function<void(Status)>> next_round_;
+  uint64_t read_seq_ = 0;
+
+  std::atomic<bool> running_{false};
+  std::atomic<uint64_t> term_{0};
+  std::atomic<uint64_t> lead_{0};
+  std::atomic<bool> is_leader_{false};
+  std::atomic<uint64_t> commit_{0};
+  std::atomic<uint64_t> last_index_{0};
+  std::atomic<uint64_t> synced_writes_{0};
+  std::atomic<bool> single_voter_{false};
+  mutable std::mutex status_mu_;
+  std::map<uint64_t, uint64_t> match_;  // leader's view, refreshed every loop
+};
+
+}  // namespace etcdw::server

@@ -1,0 +1,214 @@
+// End-to-end tests of replicated clusters: real etcd-wrapper processes on loopback forming 3-
+// and 5-member clusters, driven with etcdctl and gRPC.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <set>
+#include <thread>
+
+#include "cluster_util.h"
+#include "e2e_util.h"
+#include "servers.h"
+
+namespace etcdw::testing {
+namespace {
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) DumpLogs(*cluster_);
+  }
+  std::unique_ptr<TestCluster> cluster_;
+};
+
+TEST_F(ClusterTest, ThreeMembersElectOneLeaderAndReplicateEveryWrite) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  ASSERT_TRUE(cluster_->StartAll());
+  int leader = cluster_->WaitForLeader();
+  ASSERT_GE(leader, 0);
+  // Writes through a follower are forwarded to the leader.
+  int follower = (leader + 1) % 3;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(cluster_->member(follower).client().Put("k" + std::to_string(i), "v").ok());
+  }
+  // Every member applies them; a linearizable read on any member sees them at once.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(i), "k19") == "v"; }));
+    etcdserverpb::RangeResponse r;
+    ASSERT_TRUE(cluster_->member(i).client().Get("k", &r, "l").ok());
+    EXPECT_EQ(r.count(), 20);
+  }
+  // One leader, one term, agreed by all.
+  std::set<uint64_t> leaders, terms;
+  for (int i = 0; i < 3; ++i) {
+    auto st = StatusOf(cluster_->member(i));
+    leaders.insert(st.leader());
+    terms.insert(st.raftterm());
+  }
+  EXPECT_EQ(leaders.size(), 1u);
+  EXPECT_EQ(terms.size(), 1u);
+  // etcdctl sees the whole cluster.
+  auto members = Etcdctl(cluster_->member(0), {"member", "list", "-w", "json"});
+  ASSERT_EQ(members.rc, 0) << members.Describe();
+  auto j = ParseJson(members.out);
+  ASSERT_EQ(j["members"].size(), 3u);
+  std::set<std::string> names;
+  for (const auto& m : j["members"]) names.insert(m.value("name", ""));
+  EXPECT_EQ(names, (std::set<std::string>{"m0", "m1", "m2"}));
+  auto status = Etcdctl(cluster_->member(0), {"endpoint", "status", "--cluster", "-w", "json"});
+  ASSERT_EQ(status.rc, 0) << status.Describe();
+  auto sj = ParseJson(status.out);
+  ASSERT_EQ(sj.size(), 3u);
+  int leaders_seen = 0;
+  for (const auto& e : sj) {
+    uint64_t id = e["Status"]["header"]["member_id"];
+    uint64_t lead = e["Status"]["leader"];
+    if (id == lead) ++leaders_seen;
+    EXPECT_GT(e["Status"]["raftIndex"].get<uint64_t>(), 0u);
+  }
+  EXPECT_EQ(leaders_seen, 1);
+}
+
+TEST_F(ClusterTest, KilledLeaderIsReplacedAndCatchesUpAfterRestart) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  ASSERT_TRUE(cluster_->StartAll());
+  int leader = cluster_->WaitForLeader();
+  ASSERT_GE(leader, 0);
+  ASSERT_TRUE(cluster_->member(leader).client().Put("before", "1").ok());
+  uint64_t old_term = StatusOf(cluster_->member(leader)).raftterm();
+  cluster_->member(leader).Kill();
+  int survivor = (leader + 1) % 3;
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(PutEventually(cluster_->member(survivor), "after", "2"));
+  // Within a few election timeouts (1 s each).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(8));
+  int new_leader = cluster_->WaitForLeader();
+  ASSERT_GE(new_leader, 0);
+  EXPECT_NE(new_leader, leader);
+  EXPECT_GT(StatusOf(cluster_->member(new_leader)).raftterm(), old_term);
+  // The old leader comes back as a follower and catches up.
+  ASSERT_TRUE(cluster_->member(leader).Launch(cluster_->SettingsFor({})));
+  ASSERT_TRUE(cluster_->member(leader).WaitReady());
+  EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(leader), "after") == "2"; }));
+  EXPECT_EQ(LocalValue(cluster_->member(leader), "before"), "1");
+}
+
+TEST_F(ClusterTest, LaggingMemberCatchesUpThroughASnapshotAfterCompaction) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  Settings s = {{"snapshot-count", "50"}};
+  ASSERT_TRUE(cluster_->StartAll(s));
+  int leader = cluster_->WaitForLeader();
+  ASSERT_GE(leader, 0);
+  int lagging = (leader + 1) % 3;
+  cluster_->member(lagging).Kill();
+  // Far more writes than the log keeps (snapshot-count 50 + 5000 catch-up entries would be
+  // too slow; the catch-up window is what matters): write beyond it.
+  Member& l = cluster_->member(leader);
+  std::string value(100, 'x');
+  for (int i = 0; i < 5200; ++i) {
+    ASSERT_TRUE(l.client().Put("key" + std::to_string(i % 500), value + std::to_string(i)).ok())
+        << i;
+  }
+  ASSERT_TRUE(cluster_->member(lagging).Launch(cluster_->SettingsFor(s)));
+  ASSERT_TRUE(cluster_->member(lagging).WaitReady(seconds(30)));
+  EXPECT_TRUE(
+      Eventually([&] { return LocalValue(cluster_->member(lagging), "key199") == value + "5199"; },
+                 seconds(30)));
+  EXPECT_TRUE(Eventually([&] {
+    return Contains(cluster_->member(lagging).log(), "installed snapshot");
+  })) << "caught up without a snapshot";
+  etcdserverpb::RangeResponse a, b;
+  ASSERT_TRUE(l.client().Get("key", &a, "kez").ok());
+  etcdserverpb::RangeRequest r;
+  r.set_key("key");
+  r.set_range_end("kez");
+  r.set_serializable(true);
+  ASSERT_TRUE(cluster_->member(lagging).client().kv->Range(Ctx().get(), r, &b).ok());
+  EXPECT_EQ(a.count(), 500);
+  EXPECT_EQ(b.count(), 500);
+  EXPECT_EQ(a.header().revision(), b.header().revision());
+  // And it keeps replicating afterwards.
+  ASSERT_TRUE(l.client().Put("post", "snap").ok());
+  EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(lagging), "post") == "snap"; }));
+}
+
+TEST_F(ClusterTest, MoveLeaderWithEtcdctl) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  ASSERT_TRUE(cluster_->StartAll());
+  int leader = cluster_->WaitForLeader();
+  ASSERT_GE(leader, 0);
+  int target = (leader + 2) % 3;
+  uint64_t target_id = StatusOf(cluster_->member(target)).header().member_id();
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(target_id));
+  auto r = Etcdctl(cluster_->member(leader), {"move-leader", hex});
+  ASSERT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "Leadership transferred")) << r.out;
+  EXPECT_EQ(cluster_->WaitForLeader(), target);
+  // A follower refuses, as etcd does (etcdctl itself only talks to the leader).
+  etcdserverpb::MoveLeaderRequest req;
+  req.set_targetid(target_id);
+  etcdserverpb::MoveLeaderResponse resp;
+  auto st = cluster_->member(leader).client().maintenance->MoveLeader(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(st.error_message(), "etcdserver: not leader");
+  // A learner or unknown member is refused by the leader.
+  req.set_targetid(12345);
+  st = cluster_->member(target).client().maintenance->MoveLeader(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_message(), "etcdserver: bad leader transferee");
+}
+
+TEST_F(ClusterTest, MinorityCannotWriteAndMajorityResumes) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  ASSERT_TRUE(cluster_->StartAll());
+  ASSERT_GE(cluster_->WaitForLeader(), 0);
+  cluster_->member(1).Kill();
+  cluster_->member(2).Kill();
+  etcdserverpb::PutRequest p;
+  p.set_key("lost");
+  p.set_value("quorum");
+  etcdserverpb::PutResponse resp;
+  auto st = cluster_->member(0).client().kv->Put(Ctx(seconds(3)).get(), p, &resp);
+  EXPECT_FALSE(st.ok());
+  // A linearizable read cannot be served either; a serializable one can.
+  etcdserverpb::RangeRequest lin;
+  lin.set_key("x");
+  etcdserverpb::RangeResponse rr;
+  EXPECT_FALSE(cluster_->member(0).client().kv->Range(Ctx(seconds(2)).get(), lin, &rr).ok());
+  lin.set_serializable(true);
+  EXPECT_TRUE(cluster_->member(0).client().kv->Range(Ctx(seconds(2)).get(), lin, &rr).ok());
+  // Once it knows it has no leader, streams that require one are refused (etcd's "hasleader"
+  // metadata, sent by clients using WithRequireLeader such as kube-apiserver).
+  ASSERT_TRUE(Eventually([&] { return StatusOf(cluster_->member(0)).leader() == 0; }));
+  {
+    auto ctx = Ctx(seconds(5));
+    ctx->AddMetadata("hasleader", "true");
+    auto stream = cluster_->member(0).client().watch->Watch(ctx.get());
+    etcdserverpb::WatchResponse wr;
+    EXPECT_FALSE(stream->Read(&wr));
+    auto st = stream->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(st.error_message(), "etcdserver: no leader");
+  }
+  ASSERT_TRUE(cluster_->member(2).Launch(cluster_->SettingsFor({})));
+  ASSERT_TRUE(cluster_->member(2).WaitReady());
+  EXPECT_TRUE(PutEventually(cluster_->member(0), "back", "1"));
+}
+
+TEST_F(ClusterTest, FiveMembersSurviveTwoFailures) {
+  cluster_ = std::make_unique<TestCluster>(5);
+  ASSERT_TRUE(cluster_->StartAll());
+  int leader = cluster_->WaitForLeader();
+  ASSERT_GE(leader, 0);
+  cluster_->member((leader + 1) % 5).Kill();
+  cluster_->member(leader).Kill();
+  int survivor = (leader + 2) % 5;
+  ASSERT_TRUE(PutEventually(cluster_->member(survivor), "five", "ok"));
+  for (int i = 0; i < 5; ++i) {
+    if (!cluster_->member(i).Running()) continue;
+    EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(i), "five") == "ok"; }));
+  }
+}
+
+}  // namespace
+}  // namespace etcdw::testing

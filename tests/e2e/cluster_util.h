@@ -1,0 +1,77 @@
+// Helpers of the cluster end-to-end tests: waiting for conditions, per-member reads and status.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "servers.h"
+
+namespace etcdw::testing {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Waits until `pred` holds (polling), up to `timeout`.
+template <typename Pred>
+bool Eventually(Pred pred, milliseconds timeout = seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return pred();
+}
+
+// A serializable read on one member (what that member has applied).
+inline std::optional<std::string> LocalValue(Member& m, const std::string& key) {
+  etcdserverpb::RangeRequest r;
+  r.set_key(key);
+  r.set_serializable(true);
+  etcdserverpb::RangeResponse resp;
+  if (!m.client().kv->Range(Ctx(seconds(2)).get(), r, &resp).ok() || resp.kvs_size() == 0) {
+    return std::nullopt;
+  }
+  return resp.kvs(0).value();
+}
+
+inline etcdserverpb::StatusResponse StatusOf(Member& m) {
+  etcdserverpb::StatusRequest req;
+  etcdserverpb::StatusResponse resp;
+  (void)m.client().maintenance->Status(Ctx(seconds(2)).get(), req, &resp);
+  return resp;
+}
+
+// A put through `m` retried until it succeeds (a cluster may be electing a leader).
+inline bool PutEventually(Member& m, const std::string& k, const std::string& v,
+                          milliseconds timeout = seconds(20)) {
+  return Eventually(
+      [&] {
+        etcdserverpb::PutRequest r;
+        r.set_key(k);
+        r.set_value(v);
+        etcdserverpb::PutResponse resp;
+        return m.client().kv->Put(Ctx(seconds(3)).get(), r, &resp).ok();
+      },
+      timeout);
+}
+
+// A member ID as etcdctl takes it (hexadecimal).
+inline std::string IdHex(uint64_t id) {
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(id));
+  return hex;
+}
+
+inline void DumpLogs(TestCluster& c) {
+  for (int i = 0; i < c.size(); ++i) {
+    std::string log = c.member(i).log();
+    if (log.size() > 3000) log = log.substr(log.size() - 3000);
+    std::cerr << "---- " << c.member(i).name() << " log (tail) ----\n" << log << "\n";
+  }
+}
+
+}  // namespace etcdw::testing
