@@ -173,8 +173,10 @@ Status EtcdServer::Start() {
   ETCDW_ASSIGN_OR_RETURN(transport_, PeerTransport::Start(to, th));
   // A member that joined knows the others from the cluster's answer until its log brings the
   // membership (later changes update the transport through OnConfChange).
-  ETCDW_ASSIGN_OR_RETURN(auto known, LoadJoinMembers(*engine_));
-  for (const Member& m : membership_.List()) known.push_back(m);
+  std::vector<Member> known = membership_.List();
+  if (known.empty()) {
+    ETCDW_ASSIGN_OR_RETURN(known, LoadJoinMembers(*engine_));
+  }
   for (const Member& m : known) {
     if (m.id != local_id_) transport_->AddPeer(m.id, m.peer_urls);
   }

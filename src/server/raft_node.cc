@@ -448,6 +448,13 @@ Status RaftNode::HandleReady(raft::Ready& rd) {
   }
   if (rd.snapshot) ETCDW_RETURN_IF_ERROR(InstallSnapshot(*rd.snapshot));
 
+  // A leader sends before its own write, so followers append and sync while it syncs (Raft
+  // thesis 10.2.1, as etcd does). Safe: the leader counts its own entries toward a commit only
+  // when it steps the followers' acknowledgements, which this loop does after the write below
+  // has returned. Other members must persist first (votes, acknowledgements).
+  const bool send_first = is_leader_.load();
+  if (send_first) SendMessages(rd.messages);
+
   storage::Batch batch(engine_);
   log_.StageAppend(batch, rd.entries);
   if (rd.hard_state) log_.StageHardState(batch, *rd.hard_state);
@@ -460,7 +467,7 @@ Status RaftNode::HandleReady(raft::Ready& rd) {
     if (compacted) log_.CommittedCompact(compacted->first, compacted->second);
   }
 
-  SendMessages(rd.messages);
+  if (!send_first) SendMessages(rd.messages);
 
   if (!rd.committed_entries.empty()) {
     // Published before applying: results are delivered while applying, and a caller that saw

@@ -62,6 +62,13 @@ TEST_F(MembershipTest, LearnerJoinsCatchesUpIsPromotedAndRemoved) {
   auto st = joiner.client().Get("k1", &rr);
   EXPECT_EQ(st.error_message(), "etcdserver: rpc not supported for learner");
   EXPECT_TRUE(Eventually([&] { return MemberList(cluster_->member(leader)).count("m3") == 1; }));
+  // Killed and restarted, it keeps its identity and its data.
+  joiner.Kill();
+  ASSERT_TRUE(cluster_->member(leader).client().Put("while-down", "1").ok());
+  ASSERT_TRUE(joiner.Launch(cluster_->SettingsFor({{"initial-cluster-state", "existing"}})));
+  ASSERT_TRUE(joiner.WaitReady(seconds(30)));
+  EXPECT_EQ(StatusOf(joiner).header().member_id(), joiner_id);
+  EXPECT_TRUE(Eventually([&] { return LocalValue(joiner, "while-down") == "1"; }));
 
   // Promotion through a follower is decided by the leader.
   CmdResult promote;
