@@ -72,9 +72,10 @@ int DiffMembers() {
 
 // Starts (or restarts) `c` and returns a follower, or null (with a test failure).
 Member* StartCluster(TestCluster& c, const Settings& extra) {
-  EXPECT_TRUE(c.StartAll(extra)) << c.member(0).label() << " cluster did not start";
+  EXPECT_TRUE(c.StartAll(extra)) << c.member(0).label() << " cluster did not start\n"
+                                 << c.LogTails();
   int leader = c.WaitForLeader();
-  EXPECT_GE(leader, 0) << c.member(0).label() << " cluster has no leader";
+  EXPECT_GE(leader, 0) << c.member(0).label() << " cluster has no leader\n" << c.LogTails();
   if (leader < 0) return nullptr;
   return &c.member((leader + 1) % c.size());
 }

@@ -66,12 +66,6 @@ inline std::string IdHex(uint64_t id) {
   return hex;
 }
 
-inline void DumpLogs(TestCluster& c) {
-  for (int i = 0; i < c.size(); ++i) {
-    std::string log = c.member(i).log();
-    if (log.size() > 3000) log = log.substr(log.size() - 3000);
-    std::cerr << "---- " << c.member(i).name() << " log (tail) ----\n" << log << "\n";
-  }
-}
+inline void DumpLogs(const TestCluster& c) { std::cerr << c.LogTails(); }
 
 }  // namespace etcdw::testing

@@ -5,16 +5,19 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -171,24 +174,73 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+namespace {
+
+// The kernel's ephemeral range [low, high]: outgoing connections take their local ports from it,
+// so a port picked there can be taken by any connect() before the server under test binds it.
+std::pair<int, int> EphemeralRange() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768, high = 60999;
+  in >> low >> high;
+  return {low, high};
+}
+
+bool CanBind(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as the servers bind
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Claims `port` for this process among all test processes (ctest runs several at once): an
+// exclusive flock on a per-port file, held until the process exits (the kernel drops it then,
+// also after a crash).
+bool ClaimAcrossProcesses(int port) {
+  static const std::string dir = [] {
+    std::string d = std::filesystem::temp_directory_path().string() + "/etcdw-test-ports";
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    return d;
+  }();
+  std::string path = dir + "/" + std::to_string(port);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return false;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return false;
+  }
+  return true;  // fd deliberately kept open: the claim lasts as long as the process
+}
+
+}  // namespace
+
 int FreePort() {
   static std::mutex mu;
   static std::set<int> used;
   std::lock_guard lock(mu);
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    int port = -1;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-      socklen_t len = sizeof addr;
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-      port = ntohs(addr.sin_port);
-    }
-    ::close(fd);
-    if (port > 0 && used.insert(port).second) return port;
+  // Candidates lie below the ephemeral range (never handed to outgoing connections), from a
+  // per-process random start so that parallel test processes rarely contend for the same lock.
+  auto [ephemeral_low, ephemeral_high] = EphemeralRange();
+  const int lo = 10000;
+  const int hi = ephemeral_low > lo + 1000 ? ephemeral_low - 1 : 65535;
+  static std::mt19937 rng(
+      static_cast<unsigned>(::getpid()) ^
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  const int span = hi - lo + 1;
+  int first = lo + static_cast<int>(rng() % static_cast<unsigned>(span));
+  for (int i = 0; i < span; ++i) {
+    int port = lo + (first - lo + i) % span;
+    if (hi == 65535 && port >= ephemeral_low && port <= ephemeral_high) continue;
+    if (used.count(port) || !CanBind(port) || !ClaimAcrossProcesses(port)) continue;
+    used.insert(port);
+    return port;
   }
   return -1;
 }

@@ -61,8 +61,9 @@ class TempDir {
   std::string path_;
 };
 
-// A TCP port on 127.0.0.1 that was free when checked. Ports are handed out at most once per
-// test process.
+// A TCP port on 127.0.0.1 that was free when checked, outside the kernel's ephemeral range (so no
+// outgoing connection takes it before the server binds it). Ports are handed out at most once per
+// test process and claimed against the other test processes running at the same time.
 int FreePort();
 
 std::string ReadFileOrEmpty(const std::string& path);

@@ -214,6 +214,16 @@ int TestCluster::WaitForLeader(std::chrono::milliseconds timeout) {
   return -1;
 }
 
+std::string TestCluster::LogTails(size_t max_bytes) const {
+  std::string out;
+  for (const auto& m : members_) {
+    std::string log = m->log();
+    if (log.size() > max_bytes) log = log.substr(log.size() - max_bytes);
+    out += "---- " + m->name() + " log (tail) ----\n" + log + "\n";
+  }
+  return out;
+}
+
 std::string TestCluster::Endpoints() const {
   std::string e;
   for (const auto& m : members_) {

@@ -114,6 +114,8 @@ class TestCluster {
   int Leader();
   int WaitForLeader(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   std::string Endpoints() const;
+  // The last `max_bytes` of every member's log, each under a header line; for failure messages.
+  std::string LogTails(size_t max_bytes = 3000) const;
 
  private:
   std::vector<std::unique_ptr<Member>> members_;
