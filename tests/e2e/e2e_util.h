@@ -69,6 +69,15 @@ inline std::vector<nlohmann::json> JsonLines(const std::string& text) {
   return out;
 }
 
+// The JSON log lines of `text` with the given msg.
+inline std::vector<nlohmann::json> LogsWithMsg(const std::string& text, const std::string& msg) {
+  std::vector<nlohmann::json> out;
+  for (auto& j : JsonLines(text)) {
+    if (j.value("msg", "") == msg) out.push_back(j);
+  }
+  return out;
+}
+
 // Lines of `text` (without the newlines).
 inline std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;

@@ -33,9 +33,18 @@ bool Process::Start(const std::vector<std::string>& argv, const std::string& log
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // extra_env: "NAME=value" sets (replacing the inherited value), "NAME" unsets.
+  auto name_of = [](const std::string& e) { return e.substr(0, e.find('=')); };
   std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
-  for (const auto& e : extra_env) env_store.push_back(e);
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    bool overridden = false;
+    for (const auto& x : extra_env) overridden |= name_of(x) == name_of(entry);
+    if (!overridden) env_store.push_back(std::move(entry));
+  }
+  for (const auto& e : extra_env) {
+    if (e.find('=') != std::string::npos) env_store.push_back(e);
+  }
   std::vector<char*> env;
   for (auto& e : env_store) env.push_back(e.data());
   env.push_back(nullptr);

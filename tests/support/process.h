@@ -18,7 +18,8 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  // Starts argv[0] (looked up in PATH if it has no '/') with the given arguments.
+  // Starts argv[0] (looked up in PATH if it has no '/') with the given arguments. extra_env
+  // entries "NAME=value" set a variable (replacing an inherited one), "NAME" removes it.
   bool Start(const std::vector<std::string>& argv, const std::string& log_path,
              const std::vector<std::string>& extra_env = {});
   bool Running();

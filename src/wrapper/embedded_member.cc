@@ -1,0 +1,63 @@
+#include "etcdw/wrapper/embedded_member.h"
+
+#include "etcdw/common/flags.h"
+#include "etcdw/common/logging.h"
+
+namespace etcdw::wrapper {
+
+namespace log = etcdw::log;
+using Clock = std::chrono::steady_clock;
+
+Result<std::unique_ptr<EmbeddedMember>> EmbeddedMember::Start(const common::EtcdConfig& config,
+                                                              StopRequest* stop) {
+  std::unique_ptr<EmbeddedMember> m(new EmbeddedMember());
+  m->config_ = config;
+  auto server = server::EtcdServer::Open(config);
+  if (!server.ok()) return server.status().WithContext("cannot open the store");
+  m->server_ = std::move(server).value();
+  m->server_->SetFatalHandler([stop](const Status& st) { stop->Request(1, st.ToString()); });
+  if (Status st = m->server_->Start(); !st.ok()) {
+    m->server_->Stop();
+    m->server_.reset();
+    return st.WithContext("cannot start the member");
+  }
+  return m;
+}
+
+EmbeddedMember::~EmbeddedMember() { Stop(false); }
+
+Result<bool> EmbeddedMember::ServeWhenPublished(const StopRequest& stop,
+                                                std::chrono::milliseconds warn_after) {
+  const auto start = Clock::now();
+  bool warned = false;
+  if (!server_->Published()) log::Info("waiting for a quorum to publish this member");
+  while (!server_->Published()) {
+    if (stop.WaitFor(std::chrono::milliseconds(20))) return false;
+    if (!warned && warn_after.count() > 0 && Clock::now() - start > warn_after) {
+      warned = true;
+      log::Error("etcd is not ready to serve clients yet; still waiting",
+                 {log::F("etcd-ready-timeout", common::FormatGoDuration(warn_after))});
+    }
+  }
+  auto grpc = server::GrpcServer::Start(*server_);
+  if (!grpc.ok()) return grpc.status();
+  grpc_ = std::move(grpc).value();
+  log::Info("etcd server is now ready to serve client requests",
+            {log::F("client-urls", common::JoinUrls(config_.listen_client_urls))});
+  return true;
+}
+
+void EmbeddedMember::Stop(bool graceful) {
+  if (!server_) return;
+  // As etcd on a graceful stop: hand leadership over so the cluster does not wait for an
+  // election timeout.
+  if (graceful) server_->TransferLeadershipForStop(2 * config_.election_timeout);
+  // Stop accepting calls and give in-flight ones a moment; then stop the member, which drains
+  // accepted proposals before it returns.
+  if (grpc_) grpc_->Shutdown(std::chrono::seconds(2));
+  server_->Stop();
+  grpc_.reset();
+  server_.reset();
+}
+
+}  // namespace etcdw::wrapper

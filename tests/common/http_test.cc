@@ -1,0 +1,330 @@
+// HttpServer and HttpClient against each other, plain and TLS, plus raw sockets for the
+// malformed and slow cases.
+#include "etcdw/common/http.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "test_certs.h"
+
+namespace etcdw::common {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TestCerts;
+
+// Echoes what it saw, so tests can check the parsed request.
+HttpResponse Echo(const HttpRequest& r) {
+  HttpResponse resp;
+  resp.headers["Content-Type"] = "text/plain";
+  resp.body = r.method + " " + r.path;
+  for (const auto& [k, v] : r.query) resp.body += " " + k + "=" + v;
+  resp.body += r.remote_is_loopback ? " loopback" : " remote";
+  resp.body += r.client_cert_verified ? " verified" : " anonymous";
+  if (r.path == "/missing") resp.status = 404;
+  return resp;
+}
+
+std::string Local(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+std::unique_ptr<HttpClient> PlainClient(std::chrono::milliseconds timeout = 5s) {
+  HttpClientOptions o;
+  o.timeout = timeout;
+  auto c = HttpClient::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).value();
+}
+
+// Connects a raw TCP socket to the server.
+int RawConnect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+TEST(HttpTest, SplitHostPortAcceptsEmptyHostAndRejectsBadPorts) {
+  auto a = SplitHostPort(":8080");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->first, "");
+  EXPECT_EQ(a->second, 8080);
+  auto b = SplitHostPort("[::1]:9");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->first, "::1");
+  EXPECT_FALSE(SplitHostPort("localhost").ok());
+  EXPECT_FALSE(SplitHostPort("h:0").ok());
+  EXPECT_FALSE(SplitHostPort("h:70000").ok());
+  EXPECT_FALSE(SplitHostPort("h:8x").ok());
+}
+
+TEST(HttpTest, PlainGetAndPostReachTheHandlerWithPathAndQuery) {
+  auto server = HttpServer::Start({.host = "127.0.0.1"}, Echo);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_FALSE((*server)->tls());
+  auto client = PlainClient();
+  auto r = client->Get(Local((*server)->port()), "/initialization/start?mode=full&x=a%20b+c");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "GET /initialization/start mode=full x=a b c loopback anonymous");
+  EXPECT_EQ(r->headers["Content-Type"], "text/plain");
+  auto p = client->Request("POST", Local((*server)->port()), "/stop");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->body, "POST /stop loopback anonymous");
+  auto m = client->Get(Local((*server)->port()), "/missing");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, 404);
+}
+
+TEST(HttpTest, EmptyHostDialsTheLocalMachine) {
+  auto server = HttpServer::Start({}, Echo);  // all interfaces
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto r = PlainClient()->Get(":" + std::to_string((*server)->port()), "/x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "GET /x loopback anonymous");
+}
+
+TEST(HttpTest, BindFailureNamesTheAddress) {
+  auto first = HttpServer::Start({.host = "127.0.0.1"}, Echo);
+  ASSERT_TRUE(first.ok());
+  auto second = HttpServer::Start({.host = "127.0.0.1", .port = (*first)->port()}, Echo);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("127.0.0.1:" + std::to_string((*first)->port())),
+            std::string::npos)
+      << second.status().message();
+}
+
+TEST(HttpTest, ConnectionRefusedIsAnError) {
+  int port;
+  {
+    auto s = HttpServer::Start({.host = "127.0.0.1"}, Echo);
+    ASSERT_TRUE(s.ok());
+    port = (*s)->port();
+  }
+  auto r = PlainClient()->Get(Local(port), "/");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  EXPECT_NE(r.status().message().find("connect"), std::string::npos) << r.status().message();
+}
+
+TEST(HttpTest, MalformedRequestGets400AndTheServerKeepsServing) {
+  auto server = HttpServer::Start({.host = "127.0.0.1"}, Echo);
+  ASSERT_TRUE(server.ok());
+  int fd = RawConnect((*server)->port());
+  const char junk[] = "NOT HTTP AT ALL\r\n\r\n";
+  ASSERT_GT(::write(fd, junk, sizeof junk - 1), 0);
+  std::string reply = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+  auto r = PlainClient()->Get(Local((*server)->port()), "/after");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpTest, SilentConnectionIsClosedAfterTheReadTimeout) {
+  auto server = HttpServer::Start({.host = "127.0.0.1", .read_timeout = 200ms}, Echo);
+  ASSERT_TRUE(server.ok());
+  int fd = RawConnect((*server)->port());
+  auto start = std::chrono::steady_clock::now();
+  std::string reply = ReadAll(fd);  // returns when the server closes
+  ::close(fd);
+  EXPECT_EQ(reply, "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
+TEST(HttpTest, OversizedBodyGets413) {
+  auto server = HttpServer::Start({.host = "127.0.0.1", .max_body_bytes = 10}, Echo);
+  ASSERT_TRUE(server.ok());
+  int fd = RawConnect((*server)->port());
+  std::string req =
+      "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'x');
+  ASSERT_GT(::write(fd, req.data(), req.size()), 0);
+  std::string reply = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+}
+
+TEST(HttpTest, ClientTimesOutOnAServerThatNeverAnswers) {
+  // A listener that accepts (backlog) but never reads or writes.
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  auto start = std::chrono::steady_clock::now();
+  auto r = PlainClient(300ms)->Get(Local(ntohs(a.sin_port)), "/");
+  ::close(lfd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
+TEST(HttpTest, CancelFlagAbortsARequest) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::atomic<bool> cancel{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(100ms);
+    cancel = true;
+  });
+  auto r = PlainClient(30s)->Get(Local(ntohs(a.sin_port)), "/", &cancel);
+  t.join();
+  ::close(lfd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kCanceled);
+}
+
+class HttpTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    certs_ = new TestCerts();
+    ASSERT_TRUE(certs_->AddCa("ca") && certs_->AddCa("other-ca") &&
+                certs_->Issue("server", "ca", {"sidecar.local"}) && certs_->Issue("client", "ca") &&
+                certs_->Issue("stranger", "other-ca"))
+        << certs_->log();
+  }
+  static void TearDownTestSuite() {
+    delete certs_;
+    certs_ = nullptr;
+  }
+
+  static HttpServerOptions ServerOptions(bool ask_client_cert = false) {
+    HttpServerOptions o;
+    o.host = "127.0.0.1";
+    o.cert_file = certs_->Crt("server");
+    o.key_file = certs_->Key("server");
+    if (ask_client_cert) o.client_ca_file = certs_->Crt("ca");
+    return o;
+  }
+  static HttpClientOptions ClientOptions(const std::string& ca = "ca") {
+    HttpClientOptions o;
+    o.tls = true;
+    o.ca_file = certs_->Crt(ca);
+    o.timeout = 5s;
+    return o;
+  }
+  static Result<HttpResponse> Get(const HttpClientOptions& o, int port, const std::string& t) {
+    auto c = HttpClient::Create(o);
+    if (!c.ok()) return c.status();
+    return (*c)->Get(Local(port), t);
+  }
+
+  static TestCerts* certs_;
+};
+TestCerts* HttpTlsTest::certs_ = nullptr;
+
+TEST_F(HttpTlsTest, ServerVerifiedAgainstTheCaBundle) {
+  auto server = HttpServer::Start(ServerOptions(), Echo);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_TRUE((*server)->tls());
+  auto r = Get(ClientOptions(), (*server)->port(), "/x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "GET /x loopback anonymous");
+  // The name checked against the certificate can differ from the address dialed.
+  auto o = ClientOptions();
+  o.server_name = "sidecar.local";
+  auto named = Get(o, (*server)->port(), "/y");
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+}
+
+TEST_F(HttpTlsTest, WrongCaOrWrongNameFailsTheHandshake) {
+  auto server = HttpServer::Start(ServerOptions(), Echo);
+  ASSERT_TRUE(server.ok());
+  auto r = Get(ClientOptions("other-ca"), (*server)->port(), "/");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("TLS handshake"), std::string::npos) << r.status().message();
+  auto o = ClientOptions();
+  o.server_name = "not-in-the-cert.example";
+  auto n = Get(o, (*server)->port(), "/");
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("TLS handshake"), std::string::npos) << n.status().message();
+}
+
+TEST_F(HttpTlsTest, PlainClientAgainstTlsServerFailsCleanly) {
+  auto server = HttpServer::Start(ServerOptions(), Echo);
+  ASSERT_TRUE(server.ok());
+  auto r = PlainClient(2s)->Get(Local((*server)->port()), "/");
+  EXPECT_FALSE(r.ok() && r->status == 200);
+  // And the server still serves TLS clients.
+  EXPECT_TRUE(Get(ClientOptions(), (*server)->port(), "/").ok());
+}
+
+TEST_F(HttpTlsTest, ClientCertificateIsReportedOnlyWhenItVerifies) {
+  auto server = HttpServer::Start(ServerOptions(/*ask_client_cert=*/true), Echo);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto none = Get(ClientOptions(), (*server)->port(), "/stop");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->body, "GET /stop loopback anonymous");
+
+  auto o = ClientOptions();
+  o.cert_file = certs_->Crt("client");
+  o.key_file = certs_->Key("client");
+  auto good = Get(o, (*server)->port(), "/stop");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->body, "GET /stop loopback verified");
+
+  // A certificate from another CA: the handshake still succeeds, but it is not "verified".
+  o.cert_file = certs_->Crt("stranger");
+  o.key_file = certs_->Key("stranger");
+  auto bad = Get(o, (*server)->port(), "/stop");
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  EXPECT_EQ(bad->body, "GET /stop loopback anonymous");
+}
+
+TEST_F(HttpTlsTest, BadTlsFilesAreRejectedWithTheirNames) {
+  auto o = ServerOptions();
+  o.cert_file = certs_->dir() + "/nope.crt";
+  auto s = HttpServer::Start(o, Echo);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("nope.crt"), std::string::npos) << s.status().message();
+
+  o = ServerOptions();
+  o.key_file = certs_->Key("client");  // does not match the server certificate
+  s = HttpServer::Start(o, Echo);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("does not match"), std::string::npos) << s.status().message();
+
+  // A CA bundle without any certificate.
+  std::ofstream(certs_->Crt("empty")) << "not a certificate\n";
+  auto c = HttpClient::Create(ClientOptions("empty"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("no PEM certificate"), std::string::npos)
+      << c.status().message();
+  HttpClientOptions missing = ClientOptions();
+  missing.ca_file = certs_->dir() + "/absent.pem";
+  c = HttpClient::Create(missing);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("absent.pem"), std::string::npos) << c.status().message();
+  HttpClientOptions no_ca;
+  no_ca.tls = true;
+  EXPECT_FALSE(HttpClient::Create(no_ca).ok());
+}
+
+}  // namespace
+}  // namespace etcdw::common

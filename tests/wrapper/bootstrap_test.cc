@@ -1,0 +1,133 @@
+// The initialisation loop and the config fetch against the fake sidecar, with short intervals.
+#include "etcdw/wrapper/bootstrap.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "fake_sidecar.h"
+
+namespace etcdw::wrapper {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeSidecar;
+
+class BootstrapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = std::filesystem::temp_directory_path().string() + "/etcdw-boot-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    options_.exit_code_file = dir_ + "/exit_code";
+    options_.poll_interval = 10ms;
+    options_.max_backoff = 40ms;
+    options_.config_retry_interval = 10ms;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<SidecarClient> Client(int port) {
+    StartEtcdOptions o;
+    o.sidecar_host_port = "127.0.0.1:" + std::to_string(port);
+    auto c = SidecarClient::Create(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+
+  std::string dir_;
+  BootstrapOptions options_;
+  StopRequest stop_;
+};
+
+TEST(InitStateTest, OnlyExactTokensCount) {
+  EXPECT_EQ(ParseInitState("New"), InitState::kNew);
+  EXPECT_EQ(ParseInitState("Successful"), InitState::kSuccessful);
+  EXPECT_EQ(ParseInitState("Failed"), InitState::kFailed);
+  for (const char* other : {"Progress", "", "New\n", "Success", "successful"}) {
+    EXPECT_EQ(ParseInitState(other), InitState::kInProgress) << other;
+  }
+}
+
+TEST_F(BootstrapTest, RetriggersAfterFailureAndLeavesOnSuccess) {
+  FakeSidecar sidecar;
+  sidecar.AddOutcome({2, "Failed"});
+  sidecar.AddOutcome({1, "Successful"});
+  ASSERT_TRUE(sidecar.Start(0));
+  std::ofstream(options_.exit_code_file) << "terminated";
+  auto client = Client(sidecar.port());
+  ASSERT_TRUE(RunInitialization(*client, options_, stop_).ok());
+  EXPECT_EQ(sidecar.CollapsedCalls(),
+            (std::vector<std::string>{"status:New", "start:sanity", "status:Progress",
+                                      "status:Failed", "status:New", "start:sanity",
+                                      "status:Progress", "status:Successful"}));
+  // No poll after Successful.
+  EXPECT_EQ(sidecar.calls().back(), "status:Successful");
+}
+
+TEST_F(BootstrapTest, AlreadySuccessfulSkipsTheTrigger) {
+  FakeSidecar sidecar;
+  sidecar.AddOutcome({0, "Successful"});
+  ASSERT_TRUE(sidecar.Start(0));
+  auto client = Client(sidecar.port());
+  ASSERT_TRUE(RunInitialization(*client, options_, stop_).ok());
+  EXPECT_EQ(sidecar.StartModes(), (std::vector<std::string>{"full"}));
+}
+
+TEST_F(BootstrapTest, TimeoutAndStopEndTheLoop) {
+  FakeSidecar sidecar;
+  sidecar.AddOutcome({1000000, "Successful"});  // in progress for ever
+  ASSERT_TRUE(sidecar.Start(0));
+  auto client = Client(sidecar.port());
+  options_.timeout = 200ms;
+  Status st = RunInitialization(*client, options_, stop_);
+  EXPECT_EQ(st.code(), Code::kDeadlineExceeded) << st.ToString();
+  EXPECT_NE(st.message().find("last status InProgress"), std::string::npos) << st.message();
+
+  options_.timeout = 0ms;
+  std::thread t([&] {
+    std::this_thread::sleep_for(100ms);
+    stop_.Request(0, "test");
+  });
+  st = RunInitialization(*client, options_, stop_);
+  t.join();
+  EXPECT_EQ(st.code(), Code::kCanceled) << st.ToString();
+}
+
+TEST_F(BootstrapTest, UnreachableSidecarBacksOff) {
+  FakeSidecar probe;  // find a port nobody listens on
+  ASSERT_TRUE(probe.Start(0));
+  int port = probe.port();
+  probe.Stop();
+  auto client = Client(port);
+  options_.timeout = 300ms;
+  auto start = std::chrono::steady_clock::now();
+  Status st = RunInitialization(*client, options_, stop_);
+  EXPECT_EQ(st.code(), Code::kDeadlineExceeded);
+  EXPECT_NE(st.message().find("connect"), std::string::npos) << st.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST_F(BootstrapTest, ConfigIsRetriedAFixedNumberOfTimes) {
+  FakeSidecar sidecar;
+  sidecar.SetConfig(503, "not yet");
+  ASSERT_TRUE(sidecar.Start(0));
+  auto client = Client(sidecar.port());
+  options_.config_attempts = 3;
+  auto r = FetchConfig(*client, options_, stop_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("after 3 attempts"), std::string::npos);
+  EXPECT_NE(r.status().message().find("HTTP status 503: not yet"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(sidecar.calls().size(), 3u);
+  // 201 and 202 count as success too, and an empty body is a valid (all defaults) config.
+  sidecar.SetConfig(202, "");
+  auto ok = FetchConfig(*client, options_, stop_);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, "");
+}
+
+}  // namespace
+}  // namespace etcdw::wrapper
