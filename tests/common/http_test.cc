@@ -61,6 +61,28 @@ std::string ReadAll(int fd) {
   return out;
 }
 
+// A loopback listener whose connections wait in the backlog: never read, never answered.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 4) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+  }
+  ~SilentListener() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = -1;
+};
+
 TEST(HttpTest, SplitHostPortAcceptsEmptyHostAndRejectsBadPorts) {
   auto a = SplitHostPort(":8080");
   ASSERT_TRUE(a.ok());
@@ -162,40 +184,25 @@ TEST(HttpTest, OversizedBodyGets413) {
 }
 
 TEST(HttpTest, ClientTimesOutOnAServerThatNeverAnswers) {
-  // A listener that accepts (backlog) but never reads or writes.
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 4), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  SilentListener silent;
+  ASSERT_GT(silent.port(), 0);
   auto start = std::chrono::steady_clock::now();
-  auto r = PlainClient(300ms)->Get(Local(ntohs(a.sin_port)), "/");
-  ::close(lfd);
+  auto r = PlainClient(300ms)->Get(Local(silent.port()), "/");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
 TEST(HttpTest, CancelFlagAbortsARequest) {
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 4), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  SilentListener silent;
+  ASSERT_GT(silent.port(), 0);
   std::atomic<bool> cancel{false};
   std::thread t([&] {
     std::this_thread::sleep_for(100ms);
     cancel = true;
   });
-  auto r = PlainClient(30s)->Get(Local(ntohs(a.sin_port)), "/", &cancel);
+  auto r = PlainClient(30s)->Get(Local(silent.port()), "/", &cancel);
   t.join();
-  ::close(lfd);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kCanceled);
 }
