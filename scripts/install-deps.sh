@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs every build, test and runtime dependency of etcd-wrapper from Debian bookworm packages.
-# Idempotent: packages already present are skipped by apt. Must run as root (or via sudo).
+# Installs every build, test and runtime dependency of etcd-wrapper from Debian bookworm packages,
+# plus the S3 emulator of the S3 store tests (s3rver, from npm) into build/node.
+# Idempotent: packages already present are skipped by apt, s3rver when its version is there.
+# Must run as root (or via sudo).
 set -euo pipefail
 
 packages=(
@@ -10,28 +12,50 @@ packages=(
   libboost-dev libboost-system-dev libssl-dev librocksdb-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   # test dependencies: the reference etcd and its client, certificates, HTTP probes
   etcd-server etcd-client openssl curl procps
 )
+# Node.js and npm, for s3rver (below): Debian's packages, unless node and npm are installed
+# already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The Debian etcd-server package starts a system etcd on 127.0.0.1:2379 when systemd is running;
-# our tests and the local run need that port, so the packaged service is stopped and disabled.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
-  $SUDO systemctl disable --now etcd || true
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # The Debian etcd-server package starts a system etcd on 127.0.0.1:2379 when systemd is running;
+  # our tests and the local run need that port, so the packaged service is stopped and disabled.
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
+    $SUDO systemctl disable --now etcd || true
+  fi
+fi
+
+# s3rver, an S3 emulator, for s3_test (tests/support/s3rver.h finds it in build/node, which git
+# ignores; ETCDW_S3RVER overrides). An exact version, without a lock file; installed as the user
+# who called sudo, so that the build area stays theirs.
+s3rver_version=3.7.1
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/build/node"
+installed="$(node -p "require('$node_dir/node_modules/s3rver/package.json').version" 2>/dev/null ||
+  true)"
+if [ "$installed" = "$s3rver_version" ]; then
+  echo "install-deps: s3rver $s3rver_version present in $node_dir"
+else
+  as_user=()
+  if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ]; then as_user=(sudo -u "$SUDO_USER"); fi
+  echo "install-deps: installing s3rver $s3rver_version into $node_dir"
+  "${as_user[@]}" mkdir -p "$node_dir"
+  "${as_user[@]}" npm install --prefix "$node_dir" --no-save --no-package-lock --no-audit \
+    --no-fund --loglevel=error "s3rver@$s3rver_version"
 fi

@@ -5,7 +5,6 @@
 //
 // Exit codes: 0 after a graceful stop, 1 on a configuration or start-up error or an
 // unrecoverable runtime error (or a second stop signal), 2 on a command-line error.
-#include <grpc/support/log.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include "etcdw/wrapper/app.h"
 #include "etcdw/wrapper/options.h"
 #include "etcdw/wrapper/stop.h"
+#include "grpc_log.h"
 
 namespace {
 
@@ -88,29 +88,6 @@ void PrintVersion() {
       etcdw::kVersion, etcdw::kGitSha, etcdw::kEtcdApiVersion, etcdw::kEtcdVersion);
 }
 
-// gRPC's own log lines (e.g. a failed bind) go through our logger, so that everything on stderr
-// stays one JSON object per line.
-void GrpcLog(gpr_log_func_args* args) {
-  std::string_view file = args->file ? args->file : "";
-  if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
-    file.remove_prefix(slash + 1);
-  std::string where = std::string(file) + ":" + std::to_string(args->line);
-  const char* msg = args->message ? args->message : "";
-  switch (args->severity) {
-    case GPR_LOG_SEVERITY_DEBUG:
-      log::Debug("grpc", {log::F("grpc-caller", where), log::F("detail", msg)});
-      break;
-    case GPR_LOG_SEVERITY_INFO:
-      log::Info("grpc", {log::F("grpc-caller", where), log::F("detail", msg)});
-      break;
-    default:
-      // gRPC reports problems it also returns to us (a failed bind becomes a start-up error);
-      // keep them visible, but as warnings.
-      log::Warn("grpc", {log::F("grpc-caller", where), log::F("detail", msg)});
-      break;
-  }
-}
-
 int StartEtcd(const std::vector<std::string>& args) {
   etcdw::common::FlagSet flags("start-etcd");
   etcdw::wrapper::StartEtcdOptions o;
@@ -147,7 +124,7 @@ int main(int argc, char** argv) {
   // Block the stop signals before any thread starts, so only the signal thread receives them.
   etcdw::wrapper::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
-  gpr_set_log_function(GrpcLog);
+  etcdw::cmd::RouteGrpcLogs();
 
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "start-etcd") {

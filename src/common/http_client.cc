@@ -1,17 +1,26 @@
 // HttpClient: each request runs on its own io_context in the calling thread, in slices of at
-// most 50 ms so that the deadline and the cancel flag are honoured whatever the peer does.
+// most 50 ms so that the deadline, the stall timeout and the cancel flag are honoured whatever
+// the peer does. Bodies stream through the types of http_body.h.
 // clang-format off
 #include <utility>  // first: Boost 1.74's asio uses std::exchange without including it
 // clang-format on
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cerrno>
+#include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "etcdw/common/http.h"
 #include "etcdw/common/version.h"
+#include "http_body.h"
 #include "http_util.h"
 
 namespace etcdw::common {
@@ -22,6 +31,26 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using Tcp = asio::ip::tcp;
 using boost::system::error_code;
+
+namespace {
+// ASCII case-insensitive equality (header names, host names).
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i] >= 'A' && a[i] <= 'Z' ? static_cast<char>(a[i] - 'A' + 'a') : a[i];
+    char y = b[i] >= 'A' && b[i] <= 'Z' ? static_cast<char>(b[i] - 'A' + 'a') : b[i];
+    if (x != y) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::string HeaderValue(const HttpResponse& response, std::string_view name) {
+  for (const auto& [k, v] : response.headers) {
+    if (EqualsIgnoreCase(k, name)) return v;
+  }
+  return "";
+}
 
 Result<std::pair<std::string, int>> SplitHostPort(const std::string& host_port) {
   size_t colon = host_port.rfind(':');
@@ -50,13 +79,16 @@ class HttpClient::Impl {
 
 namespace {
 
+using OutgoingRequest = http::request<detail::SourceBody>;
+using ResponseParser = http::response_parser<detail::SinkBody>;
+
 // One request/response exchange over `Stream` (beast::tcp_stream or an ssl_stream over it).
 template <typename Stream>
 class Exchange {
  public:
-  Exchange(Stream& stream, http::request<http::empty_body>& req, std::optional<Status>* result,
-           HttpResponse* out)
-      : stream_(stream), req_(req), result_(result), out_(out) {}
+  Exchange(Stream& stream, OutgoingRequest& req, ResponseParser& parser,
+           std::optional<Status>* result, HttpResponse* out)
+      : stream_(stream), req_(req), parser_(parser), result_(result), out_(out) {}
 
   void Run(const Tcp::resolver::results_type& endpoints) {
     beast::get_lowest_layer(stream_).async_connect(
@@ -76,39 +108,78 @@ class Exchange {
  private:
   void Write() {
     http::async_write(stream_, req_, [this](const error_code& ec, size_t) {
-      if (ec) return Fail("write", ec);
-      parser_.body_limit(64 << 20);
-      http::async_read(stream_, buffer_, parser_, [this](const error_code& rec, size_t) {
-        if (rec) return Fail("read response", rec);
-        auto& msg = parser_.get();
-        out_->status = static_cast<int>(msg.result_int());
-        out_->body = std::move(msg.body());
-        for (const auto& f : msg) {
-          out_->headers[std::string(f.name_string())] = std::string(f.value());
-        }
-        *result_ = Status::Ok();
-      });
+      if (ec && !req_.body().read_error.empty()) {
+        *result_ = Internal(req_.body().read_error);
+        return;
+      }
+      // A server may answer before it has read the whole body (an error it detected from the
+      // header) and close: its answer explains the failed write better than EPIPE does.
+      Read(ec);
+    });
+  }
+
+  void Read(const error_code& write_error) {
+    http::async_read(stream_, buffer_, parser_, [this, write_error](const error_code& ec, size_t) {
+      if (ec) return Fail(write_error ? "write" : "read response", write_error ? write_error : ec);
+      auto& msg = parser_.get();
+      out_->status = static_cast<int>(msg.result_int());
+      out_->body = std::move(msg.body().text);
+      for (const auto& f : msg) {
+        out_->headers[std::string(f.name_string())] = std::string(f.value());
+      }
+      *result_ = Status::Ok();
     });
   }
 
   void Fail(const char* what, const error_code& ec) {
+    const std::string& file_error = parser_.get().body().file_error;
+    if (!file_error.empty()) {
+      *result_ = Internal(file_error);
+      return;
+    }
     std::string detail = ec.message();
+    Code code = Code::kUnavailable;
     if (ec.category() == asio::error::get_ssl_category()) {
+      if (ERR_GET_REASON(ec.value()) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+        code = Code::kUnauthenticated;  // trying again will not help
+      }
       if (char buf[256]; ERR_peek_error() != 0) {
         ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
         detail = buf;
       }
     }
-    *result_ = Unavailable(std::string(what) + ": " + detail);
+    *result_ = Status(code, std::string(what) + ": " + detail);
   }
 
   Stream& stream_;
-  http::request<http::empty_body>& req_;
+  OutgoingRequest& req_;
+  ResponseParser& parser_;
   std::optional<Status>* result_;  // set once the exchange is over
   HttpResponse* out_;
   beast::flat_buffer buffer_;
-  http::response_parser<http::string_body> parser_;
 };
+
+// Closes a file descriptor when it goes out of scope.
+class FdGuard {
+ public:
+  explicit FdGuard(int* fd) : fd_(fd) {}
+  ~FdGuard() {
+    if (*fd_ >= 0) ::close(*fd_);
+  }
+  FdGuard(const FdGuard&) = delete;
+  FdGuard& operator=(const FdGuard&) = delete;
+
+ private:
+  int* fd_;
+};
+
+// RFC 6761 §6.3: names under "localhost." are loopback names, answered without DNS.
+bool UnderLocalhost(std::string_view host) {
+  constexpr std::string_view kSuffix = ".localhost";
+  while (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  return host.size() > kSuffix.size() &&
+         EqualsIgnoreCase(host.substr(host.size() - kSuffix.size()), kSuffix);
+}
 
 }  // namespace
 
@@ -117,18 +188,34 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& 
   c->options_ = options;
   c->impl_ = std::make_unique<Impl>();
   if (options.tls) {
-    if (options.ca_file.empty())
+    if (!options.insecure_skip_verify && options.ca_file.empty() && options.ca_pem.empty() &&
+        !options.system_roots) {
       return InvalidArgument("TLS needs a CA bundle to verify the server");
+    }
     c->impl_->tls.emplace(ssl::context::tls_client);
     ssl::context& ctx = *c->impl_->tls;
     if (Status st = ConfigureTlsBase(ctx); !st.ok()) return st;
-    if (Status st = LoadCaBundle(ctx, options.ca_file); !st.ok()) return st;
+    if (options.min_tls13 &&
+        SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_3_VERSION) != 1) {
+      return Internal("TLS: cannot require TLS 1.3");
+    }
+    if (!options.ca_file.empty()) {
+      if (Status st = LoadCaBundle(ctx, options.ca_file); !st.ok()) return st;
+    }
+    if (!options.ca_pem.empty()) {
+      if (Status st = LoadCaPem(ctx, options.ca_pem, "CA bundle (PEM text)"); !st.ok()) return st;
+    }
+    if (options.system_roots) {
+      error_code ec;
+      ctx.set_default_verify_paths(ec);
+      if (ec) return Internal("TLS: cannot load the system's CA store: " + ec.message());
+    }
     if (!options.cert_file.empty() || !options.key_file.empty()) {
       if (Status st = LoadCertificateAndKey(ctx, options.cert_file, options.key_file); !st.ok()) {
         return st;
       }
     }
-    ctx.set_verify_mode(ssl::verify_peer);
+    ctx.set_verify_mode(options.insecure_skip_verify ? ssl::verify_none : ssl::verify_peer);
   }
   return c;
 }
@@ -138,25 +225,88 @@ HttpClient::~HttpClient() = default;
 Result<HttpResponse> HttpClient::Request(const std::string& method, const std::string& host_port,
                                          const std::string& target,
                                          const std::atomic<bool>* cancel) {
-  auto hp = SplitHostPort(host_port);
+  HttpClientRequest r;
+  r.method = method;
+  r.host_port = host_port;
+  r.target = target;
+  r.cancel = cancel;
+  return Send(r);
+}
+
+Result<HttpResponse> HttpClient::Send(const HttpClientRequest& request) {
+  auto hp = SplitHostPort(request.host_port);
   if (!hp.ok()) return hp.status();
   // As Go's dialer: an empty host is the local machine.
   const std::string host = hp->first.empty() ? "127.0.0.1" : hp->first;
+  const std::string dial_host = UnderLocalhost(host) ? "127.0.0.1" : host;
   const std::string port = std::to_string(hp->second);
+
+  int body_fd = -1;
+  FdGuard body_fd_guard(&body_fd);
+  if (!request.body_file.empty()) {
+    if (request.body_offset < 0 || request.body_length < 0) {
+      return InvalidArgument("body range of \"" + request.body_file + "\" is negative");
+    }
+    body_fd = ::open(request.body_file.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (body_fd < 0 || ::fstat(body_fd, &st) != 0) {
+      return Internal("open \"" + request.body_file + "\": " + std::strerror(errno));
+    }
+    if (request.body_offset + request.body_length > st.st_size) {
+      return InvalidArgument("\"" + request.body_file + "\" holds " + std::to_string(st.st_size) +
+                             " bytes, the body needs " +
+                             std::to_string(request.body_offset + request.body_length));
+    }
+  }
 
   asio::io_context io;
   error_code ec;
   Tcp::resolver resolver(io);
-  auto endpoints = resolver.resolve(host, port, ec);
-  if (ec) return Unavailable("resolve \"" + host + "\": " + ec.message());
+  auto endpoints = resolver.resolve(dial_host, port, ec);
+  if (ec) return Unavailable("resolve \"" + dial_host + "\": " + ec.message());
 
-  http::request<http::empty_body> req(http::string_to_verb(method), target, 11);
-  req.set(http::field::host, hp->first.empty() ? "localhost:" + port : host_port);
+  uint64_t progress = 0;
+  OutgoingRequest req;
+  req.version(11);
+  req.target(request.target);
+  if (http::verb v = http::string_to_verb(request.method); v != http::verb::unknown) {
+    req.method(v);
+  } else {
+    req.method_string(request.method);
+  }
+  req.set(http::field::host, hp->first.empty() ? "localhost:" + port : request.host_port);
   req.set(http::field::user_agent, std::string("etcd-wrapper/") + kVersion);
   req.set(http::field::connection, "close");
-  if (req.method() == http::verb::post || req.method() == http::verb::put) {
-    req.content_length(0);
+  for (const auto& [name, value] : request.headers) {
+    if (EqualsIgnoreCase(name, "host")) {
+      req.set(http::field::host, value);
+    } else {
+      req.insert(name, value);
+    }
   }
+  detail::SourceBody::value_type& body = req.body();
+  body.progress = &progress;
+  if (body_fd >= 0) {
+    body.fd = body_fd;
+    body.file_name = request.body_file;
+    body.offset = static_cast<uint64_t>(request.body_offset);
+    body.length = static_cast<uint64_t>(request.body_length);
+  } else {
+    body.text = request.body;
+  }
+  const uint64_t body_size = detail::SourceBody::size(body);
+  if (body_size > 0 || req.method() == http::verb::post || req.method() == http::verb::put ||
+      req.method() == http::verb::patch) {
+    req.content_length(body_size);
+  }
+
+  ResponseParser parser;
+  parser.body_limit(boost::none);  // SinkBody enforces the limit of in-memory bodies
+  if (req.method() == http::verb::head) parser.skip(true);
+  detail::SinkBody::value_type& sink = parser.get().body();
+  sink.file_path = request.response_file;
+  sink.progress = &progress;
+  FdGuard response_fd_guard(&sink.fd);
 
   std::optional<Status> result;
   HttpResponse out;
@@ -171,28 +321,57 @@ Result<HttpResponse> HttpClient::Request(const std::string& method, const std::s
     error_code aec;
     asio::ip::make_address(name, aec);
     if (aec) SSL_set_tlsext_host_name(secure->native_handle(), name.c_str());  // SNI: names only
-    secure->set_verify_callback(ssl::host_name_verification(name));
-    secure_exchange.emplace(*secure, req, &result, &out);
+    if (!options_.insecure_skip_verify) {
+      secure->set_verify_callback(ssl::host_name_verification(name));
+    }
+    secure_exchange.emplace(*secure, req, parser, &result, &out);
     secure_exchange->Run(endpoints);
   } else {
     plain.emplace(io);
-    plain_exchange.emplace(*plain, req, &result, &out);
+    plain_exchange.emplace(*plain, req, parser, &result, &out);
     plain_exchange->Run(endpoints);
   }
 
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  using Clock = std::chrono::steady_clock;
+  const bool stall_mode = request.stall_timeout.count() > 0;
+  const std::chrono::milliseconds limit =
+      stall_mode ? request.stall_timeout
+                 : (request.timeout.count() > 0 ? request.timeout : options_.timeout);
+  auto since = Clock::now();  // stall mode: the last time a byte moved
+  uint64_t seen = 0;
   while (!result) {
-    if (cancel && cancel->load()) return Status(Code::kCanceled, "request canceled");
-    auto now = std::chrono::steady_clock::now();
+    if (request.cancel && request.cancel->load()) {
+      return Status(Code::kCanceled, "request canceled");
+    }
+    auto now = Clock::now();
+    if (stall_mode && progress != seen) {
+      seen = progress;
+      since = now;
+    }
+    const auto deadline = since + limit;
     if (now >= deadline) {
       return Status(Code::kDeadlineExceeded,
-                    "no response within " + std::to_string(options_.timeout.count()) + " ms");
+                    stall_mode ? "no data moved for " + std::to_string(limit.count()) + " ms"
+                               : "no response within " + std::to_string(limit.count()) + " ms");
     }
-    io.run_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
-                                                             deadline - now));
+    io.run_for(std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - now));
     if (io.stopped() && !result) io.restart();
   }
   if (!result->ok()) return *result;
+  if (!request.response_file.empty() && out.status >= 200 && out.status < 300 && sink.fd < 0) {
+    // An empty body never reaches SinkBody: the file must still end up empty.
+    sink.fd = ::open(request.response_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (sink.fd < 0) {
+      return Internal("open \"" + request.response_file + "\": " + std::strerror(errno));
+    }
+  }
+  if (sink.fd >= 0) {
+    int fd = sink.fd;
+    sink.fd = -1;
+    if (::close(fd) != 0) {
+      return Internal("close \"" + request.response_file + "\": " + std::strerror(errno));
+    }
+  }
   return out;
 }
 

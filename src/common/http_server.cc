@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
 #include <memory>
 #include <optional>
 #include <set>
@@ -101,6 +102,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     req.target = std::string(msg.target());
     SplitTarget(req.target, &req.path, &req.query);
     req.body = std::move(msg.body());
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req.headers.emplace(std::move(name), std::string(f.value()));
+    }
     req.remote_address = remote_.to_string();
     req.remote_is_loopback = IsLoopback(remote_);
     if constexpr (!std::is_same_v<Stream, Tcp::socket>) {

@@ -1,5 +1,6 @@
 #include "http_util.h"
 
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -132,6 +133,28 @@ Status LoadCaBundle(ssl::context& c, const std::string& ca_file) {
   if (SSL_CTX_load_verify_locations(c.native_handle(), ca_file.c_str(), nullptr) != 1) {
     return InvalidArgument("CA bundle \"" + ca_file + "\": " + OpenSslError());
   }
+  return Status::Ok();
+}
+
+Status LoadCaPem(ssl::context& c, const std::string& pem, const std::string& what) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return Internal(what + ": " + OpenSslError());
+  X509_STORE* store = SSL_CTX_get_cert_store(c.native_handle());
+  int count = 0;
+  Status st;
+  while (X509* x = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    // A certificate already in the store (a bundle listing one twice) is not an error.
+    if (X509_STORE_add_cert(store, x) != 1 &&
+        ERR_GET_REASON(ERR_peek_last_error()) != X509_R_CERT_ALREADY_IN_HASH_TABLE) {
+      st = InvalidArgument(what + ": " + OpenSslError());
+    }
+    ++count;
+    X509_free(x);
+  }
+  BIO_free(bio);
+  ERR_clear_error();
+  if (!st.ok()) return st;
+  if (count == 0) return InvalidArgument(what + ": no PEM certificate in it");
   return Status::Ok();
 }
 

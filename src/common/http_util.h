@@ -20,5 +20,7 @@ Status LoadCertificateAndKey(boost::asio::ssl::context& c, const std::string& ce
                              const std::string& key_file);
 // Loads a PEM CA bundle as the verification roots; a bundle without a certificate is an error.
 Status LoadCaBundle(boost::asio::ssl::context& c, const std::string& ca_file);
+// The same for a bundle given as PEM text; `what` names its origin in errors.
+Status LoadCaPem(boost::asio::ssl::context& c, const std::string& pem, const std::string& what);
 
 }  // namespace etcdw::common

@@ -50,10 +50,17 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   // Identity: stored on the first start. As etcd, the initial-cluster settings matter only
   // then; a restart uses the identity and membership in the data directory.
   ETCDW_ASSIGN_OR_RETURN(auto local_id, LoadLocalMemberId(*s->engine_));
+  // A data directory restored from a snapshot (data_dir.h) starts as the member it was made for.
+  ETCDW_ASSIGN_OR_RETURN(auto restored, LoadRestoredIdentity(*s->engine_));
   std::vector<Member> bootstrap;
   if (local_id) {
     s->local_id_ = *local_id;
   } else if (cfg.initial_cluster_state == "existing") {
+    if (restored) {
+      // Joining would apply the cluster's log over the restored state.
+      return FailedPrecondition(
+          "data-dir was restored from a snapshot: start it with initial-cluster-state new");
+    }
     // Joining after MemberAdd: the cluster tells this member its ID; the leader then sends the
     // log (or a snapshot of its state), which brings the membership.
     ETCDW_ASSIGN_OR_RETURN(JoinInfo join, DiscoverCluster(cfg));
@@ -79,9 +86,19 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
     }
     std::vector<uint64_t> ids;
     for (const Member& m : bootstrap) ids.push_back(m.id);
+    const uint64_t cluster_id = ComputeClusterId(ids);
+    if (restored && (restored->member_id != s->local_id_ || restored->cluster_id != cluster_id)) {
+      return FailedPrecondition(
+          "data-dir was restored from a snapshot for member " + IdToHex(restored->member_id) +
+          " of cluster " + IdToHex(restored->cluster_id) +
+          ", but initial-cluster, initial-cluster-token and initial-advertise-peer-urls give "
+          "member " +
+          IdToHex(s->local_id_) + " of cluster " + IdToHex(cluster_id));
+    }
     storage::Batch batch(*s->engine_);
     StageLocalMemberId(batch, s->local_id_);
-    s->membership_.StageClusterId(batch, ComputeClusterId(ids));
+    s->membership_.StageClusterId(batch, cluster_id);
+    if (restored) StageClearRestoredIdentity(batch);
     ETCDW_RETURN_IF_ERROR(s->engine_->Write(batch, /*sync=*/true));
     log::Info("bootstrapping a new cluster",
               {log::Hex("cluster-id", s->membership_.cluster_id()),

@@ -15,6 +15,7 @@ constexpr char kMemberPrefix[] = "cluster/member/";
 constexpr char kRemovedPrefix[] = "cluster/removed/";
 constexpr char kLocalMemberIdKey[] = "local/member_id";
 constexpr char kJoinMembersKey[] = "local/join_members";
+constexpr char kRestoredIdentityKey[] = "local/restored_identity";
 
 uint64_t Sha1Prefix(const std::string& data) {
   unsigned char digest[SHA_DIGEST_LENGTH];
@@ -251,6 +252,23 @@ Result<std::optional<uint64_t>> LoadLocalMemberId(const storage::Engine& e) {
 
 void StageLocalMemberId(storage::Batch& b, uint64_t id) {
   b.Put(storage::Column::kMeta, kLocalMemberIdKey, storage::EncodeFixed64BE(id));
+}
+
+Result<std::optional<RestoredIdentity>> LoadRestoredIdentity(const storage::Engine& e) {
+  ETCDW_ASSIGN_OR_RETURN(auto v, e.Get(storage::Column::kMeta, kRestoredIdentityKey));
+  if (!v) return std::optional<RestoredIdentity>();
+  if (v->size() != 16) return DataLoss("restored identity record is corrupt");
+  return std::optional<RestoredIdentity>(RestoredIdentity{storage::DecodeFixed64BE(v->data()),
+                                                          storage::DecodeFixed64BE(v->data() + 8)});
+}
+
+void StageRestoredIdentity(storage::Batch& b, const RestoredIdentity& id) {
+  b.Put(storage::Column::kMeta, kRestoredIdentityKey,
+        storage::EncodeFixed64BE(id.member_id) + storage::EncodeFixed64BE(id.cluster_id));
+}
+
+void StageClearRestoredIdentity(storage::Batch& b) {
+  b.Delete(storage::Column::kMeta, kRestoredIdentityKey);
 }
 
 Result<std::vector<Member>> LoadJoinMembers(const storage::Engine& e) {

@@ -63,6 +63,20 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   return Status(code, what + ": " + s.ToString());
 }
 
+// RocksDB takes a lock on the database's LOCK file (fcntl, plus an in-process table because
+// fcntl locks do not conflict within one process). Failing to get it is an I/O error whose
+// message says which: RocksDB 7.x words it "lock hold by current process" (same process), or
+// "While lock file" with fcntl's EAGAIN or EACCES (another process; other errnos there, such
+// as ENOLCK on a file system without locks, are not a conflict).
+bool IsLockConflict(const rocksdb::Status& s) {
+  if (!s.IsIOError()) return false;
+  const std::string m = s.ToString();
+  auto has = [&m](const char* text) { return m.find(text) != std::string::npos; };
+  return has("lock hold by current process") ||
+         (has("While lock file") &&
+          (has("Resource temporarily unavailable") || has("Permission denied")));
+}
+
 rocksdb::Slice S(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
 
 // Adapts a RocksDB iterator, enforcing [lower, upper) bounds itself so that the same code
@@ -210,6 +224,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
 
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::Status s = rocksdb::DB::Open(dbo, path, cfs, &handles, &e->db_);
+  if (IsLockConflict(s)) {
+    return FailedPrecondition("open store \"" + path +
+                              "\": the store is locked by another open of it: " + s.ToString());
+  }
   if (!s.ok()) return FromRocks(s, "open store \"" + path + "\"");
   for (int i = 0; i < kColumnCount; ++i) e->handles_[i] = handles[i];
   return e;

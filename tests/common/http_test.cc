@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -331,6 +333,197 @@ TEST_F(HttpTlsTest, BadTlsFilesAreRejectedWithTheirNames) {
   HttpClientOptions no_ca;
   no_ca.tls = true;
   EXPECT_FALSE(HttpClient::Create(no_ca).ok());
+}
+
+// --- HttpClient::Send: headers, bodies from text and files, responses into files. ---
+
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + i / 7) & 0xff);
+  return s;
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/http_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(HttpSendTest, CarriesMethodHeadersAndATextBody) {
+  HttpRequest seen;
+  std::mutex mu;
+  auto server = HttpServer::Start({.host = "127.0.0.1"}, [&](const HttpRequest& r) {
+    std::lock_guard lock(mu);
+    seen = r;
+    return HttpResponse{.status = 201, .body = "made", .headers = {{"ETag", "\"abc\""}}};
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  HttpClientRequest req;
+  req.method = "PUT";
+  req.host_port = Local((*server)->port());
+  req.target = "/bucket/key?partNumber=1";
+  req.headers = {{"Host", "bucket.example"}, {"X-Amz-Date", "20150830T123600Z"}};
+  req.body = "hello";
+  auto r = PlainClient()->Send(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(r->body, "made");
+  EXPECT_EQ(HeaderValue(*r, "etag"), "\"abc\"");
+  EXPECT_EQ(HeaderValue(*r, "x-missing"), "");
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen.method, "PUT");
+  EXPECT_EQ(seen.target, "/bucket/key?partNumber=1");
+  EXPECT_EQ(seen.body, "hello");
+  EXPECT_EQ(seen.headers["host"], "bucket.example");
+  EXPECT_EQ(seen.headers["x-amz-date"], "20150830T123600Z");
+  EXPECT_EQ(seen.headers["content-length"], "5");
+}
+
+TEST(HttpSendTest, StreamsAFileRangeAsTheBody) {
+  const std::string content = Pattern(3 << 20);
+  const std::string path = TempPath("range");
+  std::ofstream(path, std::ios::binary) << content;
+  std::string seen;
+  std::mutex mu;
+  auto server = HttpServer::Start({.host = "127.0.0.1", .max_body_bytes = 4 << 20},
+                                  [&](const HttpRequest& r) {
+                                    std::lock_guard lock(mu);
+                                    seen = r.body;
+                                    return HttpResponse{};
+                                  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  HttpClientRequest req;
+  req.method = "PUT";
+  req.host_port = Local((*server)->port());
+  req.target = "/x";
+  req.body_file = path;
+  req.body_offset = 12345;
+  req.body_length = (2 << 20) + 77;  // several read slices, the last one partial
+  auto r = PlainClient()->Send(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::lock_guard lock(mu);
+  EXPECT_TRUE(seen == content.substr(12345, (2 << 20) + 77)) << "got " << seen.size() << " bytes";
+
+  req.body_offset = content.size() - 10;
+  req.body_length = 11;
+  auto beyond = PlainClient()->Send(req);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_EQ(beyond.status().code(), Code::kInvalidArgument);
+  req.body_file = TempPath("absent");
+  auto absent = PlainClient()->Send(req);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.status().message().find("absent"), std::string::npos);
+  ::unlink(path.c_str());
+}
+
+TEST(HttpSendTest, WritesA2xxBodyToTheResponseFileAndKeepsErrorsInMemory) {
+  const std::string content = Pattern(5 << 20);
+  auto server = HttpServer::Start({.host = "127.0.0.1"}, [&](const HttpRequest& r) {
+    if (r.path == "/missing")
+      return HttpResponse{.status = 404, .body = "<Error>NoSuchKey</Error>"};
+    if (r.path == "/empty") return HttpResponse{};
+    return HttpResponse{.body = content};
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string path = TempPath("download");
+  std::ofstream(path) << "old content that must be replaced";
+  HttpClientRequest req;
+  req.host_port = Local((*server)->port());
+  req.target = "/object";
+  req.response_file = path;
+  req.stall_timeout = 5s;
+  auto r = PlainClient()->Send(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(r->body.empty());
+  std::ifstream in(path, std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(got == content) << "file holds " << got.size() << " bytes";
+
+  const std::string not_created = TempPath("not-created");
+  req.target = "/missing";
+  req.response_file = not_created;
+  auto m = PlainClient()->Send(req);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->status, 404);
+  EXPECT_EQ(m->body, "<Error>NoSuchKey</Error>");
+  EXPECT_NE(::access(not_created.c_str(), F_OK), 0);
+
+  // An empty 2xx body still replaces the file's content.
+  req.target = "/empty";
+  req.response_file = path;
+  auto e = PlainClient()->Send(req);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(std::filesystem::file_size(path), 0u);
+
+  req.target = "/object";
+  req.response_file = TempPath("no-such-dir") + "/file";
+  auto bad = PlainClient()->Send(req);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInternal);
+  EXPECT_NE(bad.status().message().find("no-such-dir"), std::string::npos)
+      << bad.status().message();
+  ::unlink(path.c_str());
+}
+
+TEST(HttpSendTest, StallTimeoutFailsARequestThatMakesNoProgress) {
+  SilentListener silent;
+  ASSERT_GT(silent.port(), 0);
+  HttpClientRequest req;
+  req.host_port = Local(silent.port());
+  req.target = "/";
+  req.stall_timeout = 300ms;
+  auto start = std::chrono::steady_clock::now();
+  auto r = PlainClient(30s)->Send(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("no data moved"), std::string::npos) << r.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
+TEST(HttpSendTest, NamesUnderLocalhostAreDialedOnLoopback) {
+  auto server = HttpServer::Start({.host = "127.0.0.1"}, Echo);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto r = PlainClient()->Get("bucket.s3.localhost:" + std::to_string((*server)->port()), "/k");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "GET /k loopback anonymous");
+}
+
+TEST_F(HttpTlsTest, CaBundleAsTextAndInsecureSkipVerify) {
+  auto server = HttpServer::Start(ServerOptions(), Echo);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::ifstream in(certs_->Crt("ca"));
+  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  HttpClientOptions o;
+  o.tls = true;
+  o.ca_pem = pem;
+  o.timeout = 5s;
+  auto r = Get(o, (*server)->port(), "/pem");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "GET /pem loopback anonymous");
+
+  // The system store does not know the test CA.
+  HttpClientOptions sys;
+  sys.tls = true;
+  sys.system_roots = true;
+  sys.timeout = 5s;
+  auto refused = Get(sys, (*server)->port(), "/");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnauthenticated) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("TLS handshake"), std::string::npos);
+
+  // Skipping verification accepts a server from any CA, under any name.
+  HttpClientOptions insecure = ClientOptions("other-ca");
+  insecure.insecure_skip_verify = true;
+  insecure.server_name = "not-in-the-cert.example";
+  auto any = Get(insecure, (*server)->port(), "/any");
+  ASSERT_TRUE(any.ok()) << any.status().ToString();
+  insecure.ca_file.clear();
+  EXPECT_TRUE(Get(insecure, (*server)->port(), "/none").ok());
+
+  HttpClientOptions junk = o;
+  junk.ca_pem = "not a certificate";
+  auto c = HttpClient::Create(junk);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("no PEM certificate"), std::string::npos);
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ std::string EtcdWrapperBinary() {
   return env ? env : ETCDW_BINARY;
 }
 
+std::string EtcdbrctlBinary() {
+  const char* env = std::getenv("ETCDW_BRCTL_BINARY");
+  return env ? env : ETCDW_BRCTL_BINARY;
+}
+
 std::unique_ptr<grpc::ClientContext> Ctx(std::chrono::milliseconds timeout) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + timeout);

@@ -123,5 +123,7 @@ class TestCluster {
 
 // Path of the etcd-wrapper binary under test.
 std::string EtcdWrapperBinary();
+// Path of the etcdbrctl binary under test.
+std::string EtcdbrctlBinary();
 
 }  // namespace etcdw::testing

@@ -8,10 +8,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "etcdw/common/status.h"
 
@@ -23,10 +27,11 @@ struct HttpRequest {
   std::string path;                          // target up to '?'
   std::map<std::string, std::string> query;  // decoded query parameters (first value wins)
   std::string body;
-  std::string remote_address;         // the caller's IP address
-  bool remote_is_loopback = false;    // 127.0.0.0/8 or ::1
-  bool client_cert_verified = false;  // TLS only: the caller presented a certificate that
-                                      // verified against HttpServerOptions::client_ca_file
+  std::map<std::string, std::string> headers;  // names in lower case; the first of repeats wins
+  std::string remote_address;                  // the caller's IP address
+  bool remote_is_loopback = false;             // 127.0.0.0/8 or ::1
+  bool client_cert_verified = false;           // TLS only: the caller presented a certificate that
+                                               // verified against HttpServerOptions::client_ca_file
 };
 
 struct HttpResponse {
@@ -77,16 +82,54 @@ class HttpServer {
 
 struct HttpClientOptions {
   bool tls = false;
-  // TLS: the PEM bundle the server must verify against (required with tls), the name checked
-  // against the server certificate and sent as SNI, and an optional client certificate.
+  // TLS: the roots the server must verify against (with tls, one of ca_file, ca_pem or
+  // system_roots is required, unless insecure_skip_verify), the name checked against the server
+  // certificate and sent as SNI (empty: the host dialed), and an optional client certificate.
   std::string ca_file;
+  std::string ca_pem;         // a PEM bundle given as text (e.g. from a credentials file)
+  bool system_roots = false;  // OpenSSL's default verify paths (the system's CA store)
+  // Accepts any server certificate: no verification, no CA needed. For test endpoints only.
+  bool insecure_skip_verify = false;
+  bool min_tls13 = false;  // refuse TLS 1.2
   std::string server_name;
   std::string cert_file;
   std::string key_file;
   std::chrono::milliseconds timeout{60000};  // per request: connect, handshake, exchange
 };
 
-// Synchronous requests, each on its own connection. Safe to use from one thread at a time.
+// A request for HttpClient::Send: any method, extra header fields, and a body that is either
+// text or a byte range of a file streamed from disk; the response body can stream to a file.
+struct HttpClientRequest {
+  std::string method = "GET";
+  // Dialed as "host:port"; an empty host is the local machine, and so is "localhost" or any
+  // name under ".localhost" (RFC 6761: such names are loopback, resolved without DNS).
+  std::string host_port;
+  std::string target;  // path and query, sent as given (already percent-encoded)
+  // Extra header fields, in order. A "Host" field replaces the default (host_port). Do not
+  // give Content-Length: it is computed from the body.
+  std::vector<std::pair<std::string, std::string>> headers;
+  // The body: `body`, or when body_file is set, body_length bytes of that file from
+  // body_offset, read in slices while sending (the file must hold them all).
+  std::string body;
+  std::string body_file;
+  int64_t body_offset = 0;
+  int64_t body_length = 0;
+  // When set, the body of a 2xx response is written to this file (created or truncated, mode
+  // 0600) instead of HttpResponse::body; other responses keep their body (the error) in
+  // HttpResponse::body. After a failure midway the file holds what arrived.
+  std::string response_file;
+  // A deadline for the whole exchange; 0: HttpClientOptions::timeout.
+  std::chrono::milliseconds timeout{0};
+  // When > 0, replaces the deadline: the request fails once no body byte has moved in either
+  // direction for this long (connect, handshake and headers count as no progress). For
+  // transfers whose size has no useful bound.
+  std::chrono::milliseconds stall_timeout{0};
+  // When given and set, aborts the request (checked at least every 50 ms) with kCanceled.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Synchronous requests, each on its own connection and io_context. Thread-safe: requests may
+// run from several threads at once (they share only the read-only TLS context).
 class HttpClient {
  public:
   // Loads the TLS material. Errors name the file and the problem; a CA bundle without any
@@ -103,6 +146,12 @@ class HttpClient {
                            const std::atomic<bool>* cancel = nullptr) {
     return Request("GET", host_port, target, cancel);
   }
+  // The general form. A response of any status is a result. Errors: kUnavailable naming the
+  // failed step (resolve, connect, TLS handshake, write, read response), kUnauthenticated for a
+  // server certificate that does not verify (a TLS handshake error), kInternal for a body
+  // or response file that cannot be opened, read or written, kInvalidArgument for a body range
+  // beyond the end of its file, kDeadlineExceeded and kCanceled.
+  Result<HttpResponse> Send(const HttpClientRequest& request);
 
   class Impl;
 
@@ -111,6 +160,9 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
   HttpClientOptions options_;
 };
+
+// The value of a response header field, its name compared case-insensitively; "" if absent.
+std::string HeaderValue(const HttpResponse& response, std::string_view name);
 
 // Splits "host:port" at the last ':' (brackets around an IPv6 host are removed). The host may
 // be empty; the port must be a number in 1..65535.

@@ -86,6 +86,19 @@ class Membership {
 // This member's ID in the data directory, if it has one.
 Result<std::optional<uint64_t>> LoadLocalMemberId(const storage::Engine& engine);
 void StageLocalMemberId(storage::Batch& b, uint64_t id);
+// The identity a data directory restored from a snapshot (RestoreDataDir) was made for. Its
+// first start must bootstrap exactly this member of this cluster (EtcdServer::Open checks it
+// and then removes the record): started otherwise, the restored state would be bootstrapped
+// into another cluster or, joining one, have that cluster's log applied over it. Local record
+// (local/restored_identity: be64 member ID + be64 cluster ID), absent after the first start.
+struct RestoredIdentity {
+  uint64_t member_id = 0;
+  uint64_t cluster_id = 0;
+};
+Result<std::optional<RestoredIdentity>> LoadRestoredIdentity(const storage::Engine& engine);
+void StageRestoredIdentity(storage::Batch& b, const RestoredIdentity& id);
+void StageClearRestoredIdentity(storage::Batch& b);
+
 // The members a joining member learnt from the cluster (DiscoverCluster), kept until the log
 // brings the replicated membership: the transport needs their URLs to answer the leader, also
 // after a restart before the member has caught up. Empty for a member that bootstrapped.

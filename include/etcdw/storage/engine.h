@@ -111,7 +111,9 @@ class Batch {
 
 class Engine {
  public:
-  // Opens (and creates if allowed) the database in directory `path`.
+  // Opens (and creates if allowed) the database in directory `path`. Fails with
+  // kFailedPrecondition when another Engine, in this process or another, has it open (RocksDB's
+  // LOCK file is held); other failures keep RocksDB's classification (kDataLoss for corruption).
   static Result<std::unique_ptr<Engine>> Open(const std::string& path, const EngineOptions& opts);
   ~Engine();
   Engine(const Engine&) = delete;

@@ -1,0 +1,64 @@
+// The sidecar's HTTP API, gardener's routes (§2):
+//   /initialization/start?mode=full|sanity   starts initialisation when the state is New; 200
+//   /initialization/status                   New | Progress | Successful | Failed; a final state
+//                                            is reported once, then the state is New again
+//   /config                                  the etcd config rendered for this member (YAML)
+//   /snapshot/full[?final=true]              an out-of-schedule full snapshot (JSON descriptor)
+//   /snapshot/delta                          an out-of-schedule delta snapshot (JSON or null)
+//   /snapshot/latest                         {"fullSnapshot": ..., "deltaSnapshots": [...]}
+//   /healthz                                 200 {"health":true} / 503 {"health":false}
+// Snapshot routes answer 405 on a sidecar that is not the backup leader (gardener proxies them
+// to the leader; see docs/compatibility.md) and when no store is configured.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "etcdw/common/http.h"
+#include "etcdw/sidecar/snapshotter.h"
+#include "etcdw/sidecar/validator.h"
+
+namespace etcdw::sidecar {
+
+enum class InitState { kNew, kProgress, kSuccessful, kFailed };
+const char* InitStateName(InitState s);
+
+class HttpApi {
+ public:
+  struct Deps {
+    // Runs initialisation (blocking; called on a thread of the API's own).
+    std::function<Status(ValidationMode)> initialize;
+    // The rendered config, or an error (-> 500).
+    std::function<Result<std::string>()> render_config;
+    SnapStore* store = nullptr;  // null: no backups
+  };
+  explicit HttpApi(Deps deps);
+  ~HttpApi();  // waits for a running initialisation
+
+  common::HttpResponse Handle(const common::HttpRequest& req);
+
+  // The backup leader's snapshotter while it leads (null otherwise). A request holds its own
+  // reference, so the leader loop may drop the snapshotter at any time.
+  void SetSnapshotter(std::shared_ptr<Snapshotter> s);
+  void SetHealthy(bool healthy) { healthy_.store(healthy); }
+  bool healthy() const { return healthy_.load(); }
+  InitState state() const;
+
+ private:
+  common::HttpResponse Start(const common::HttpRequest& req);
+  common::HttpResponse StatusRoute();
+  common::HttpResponse Snapshot(const common::HttpRequest& req);
+
+  Deps deps_;
+  mutable std::mutex mu_;
+  InitState state_ = InitState::kNew;
+  std::thread worker_;
+  std::shared_ptr<Snapshotter> snapshotter_;
+  std::atomic<bool> healthy_{false};
+};
+
+}  // namespace etcdw::sidecar

@@ -1,0 +1,246 @@
+// etcdbrctl: the backup-restore sidecar of the etcd pod (a drop-in for gardener's
+// etcd-backup-restore).
+//
+//   etcdbrctl server [flags]       the sidecar: HTTP API, initialisation, snapshots, GC
+//   etcdbrctl snapshot [flags]     snapshots and GC only (no HTTP API, no leader election)
+//   etcdbrctl restore [flags]      restore the data directory from the latest backup
+//   etcdbrctl initialize [flags]   validate (and if needed restore) the data directory once
+//   etcdbrctl --version
+//
+// Exit codes: 0 after a stop signal or a finished command, 1 on an error or a second signal,
+// 2 on a command-line error.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcdw/common/flags.h"
+#include "etcdw/common/logging.h"
+#include "etcdw/common/version.h"
+#include "etcdw/sidecar/etcd_config.h"
+#include "etcdw/sidecar/initializer.h"
+#include "etcdw/sidecar/options.h"
+#include "etcdw/sidecar/restorer.h"
+#include "etcdw/sidecar/server_app.h"
+#include "etcdw/sidecar/snapshotter.h"
+#include "etcdw/wrapper/stop.h"
+#include "grpc_log.h"
+
+namespace {
+
+using etcdw::Status;
+namespace log = etcdw::log;
+namespace sidecar = etcdw::sidecar;
+using Outcome = etcdw::common::FlagSet::Outcome;
+
+constexpr char kHelp[] =
+    R"(etcdbrctl is the backup-restore sidecar of the etcd pod: it validates and restores the
+data directory before etcd starts, takes full and delta snapshots to an object store and
+garbage-collects them. Drop-in for gardener's etcd-backup-restore (same flags, HTTP API
+and object names).
+
+Usage:
+  etcdbrctl server [flags]       run the sidecar (etcdbrctl server -h lists the flags)
+  etcdbrctl snapshot [flags]     take snapshots and collect garbage, without the HTTP API
+  etcdbrctl restore [flags]      restore the data directory from the latest backup
+  etcdbrctl initialize [flags]   validate and, if needed, restore the data directory once
+  etcdbrctl --version
+)";
+
+void PrintVersion() {
+  std::printf("etcdbrctl Version: %s\nGit SHA: %s\n", etcdw::kVersion, etcdw::kGitSha);
+}
+
+// Parses the server flags; returns an exit code when the process should end now.
+std::optional<int> ParseFlags(const std::string& command, const std::vector<std::string>& args,
+                              sidecar::ServerOptions* o, std::string* validation_mode = nullptr) {
+  etcdw::common::FlagSet flags("etcdbrctl " + command);
+  sidecar::RegisterServerFlags(flags, o);
+  if (validation_mode != nullptr) {
+    flags.String("validation-mode", validation_mode, "full",
+                 "mode to do data initialization: full or sanity");
+  }
+  auto parsed = flags.Parse(args);
+  if (parsed.outcome == Outcome::kHelp) {
+    std::printf("Usage of etcdbrctl %s:\n%s", command.c_str(), flags.Usage().c_str());
+    return 0;
+  }
+  if (parsed.outcome == Outcome::kError) {
+    std::fprintf(stderr, "%s\nUsage of etcdbrctl %s:\n%s", parsed.error.c_str(), command.c_str(),
+                 flags.Usage().c_str());
+    return 2;
+  }
+  if (!parsed.positional.empty()) {
+    std::fprintf(stderr, "etcdbrctl %s: unexpected argument \"%s\"\n", command.c_str(),
+                 parsed.positional[0].c_str());
+    return 2;
+  }
+  sidecar::FinishServerFlags(o);
+  auto level = log::ParseLevel(o->log_level);
+  if (!level.ok()) {
+    std::fprintf(stderr, "etcdbrctl: --log-level: unknown level \"%s\"\n", o->log_level.c_str());
+    return 2;
+  }
+  log::SetLevel(*level);
+  if (Status st = sidecar::ValidateServerOptions(*o); !st.ok()) {
+    std::fprintf(stderr, "etcdbrctl %s: invalid flags:\n%s\n", command.c_str(),
+                 st.message().c_str());
+    return 1;
+  }
+  if (validation_mode != nullptr && *validation_mode != "full" && *validation_mode != "sanity") {
+    std::fprintf(stderr, "etcdbrctl %s: --validation-mode must be full or sanity, not \"%s\"\n",
+                 command.c_str(), validation_mode->c_str());
+    return 1;
+  }
+  return std::nullopt;
+}
+
+int Fail(const std::string& what, const Status& st) {
+  log::Error(what, {log::F("error", st)});
+  return 1;
+}
+
+int Server(const std::vector<std::string>& args) {
+  sidecar::ServerOptions o;
+  if (auto code = ParseFlags("server", args, &o)) return *code;
+  log::Info("etcdbrctl starting",
+            {log::F("version", etcdw::kVersion), log::F("git-sha", etcdw::kGitSha)});
+  etcdw::wrapper::StopRequest stop;
+  etcdw::wrapper::SignalCatcher signals(&stop, "");
+  Status st = sidecar::RunServer(o, *stop.cancelled());
+  if (!st.ok()) return Fail("etcdbrctl server failed", st);
+  log::Info("etcdbrctl stopped", {log::F("reason", stop.reason())});
+  return 0;
+}
+
+int Snapshot(const std::vector<std::string>& args) {
+  sidecar::ServerOptions o;
+  if (auto code = ParseFlags("snapshot", args, &o)) return *code;
+  if (o.store.provider.empty()) {
+    std::fprintf(stderr, "etcdbrctl snapshot: --storage-provider is required\n");
+    return 1;
+  }
+  auto store = sidecar::OpenSnapStore(o.store);
+  if (!store.ok()) return Fail("opening the snapshot store failed", store.status());
+  auto client = sidecar::EtcdClient::Connect(o.etcd, o.etcd.endpoints.front());
+  if (!client.ok()) return Fail("connecting to etcd failed", client.status());
+  sidecar::SnapshotterOptions so;
+  so.schedule = *sidecar::CronSchedule::Parse(o.snapshotter.schedule);
+  so.delta_period = o.snapshotter.delta_period;
+  so.delta_memory_limit = o.snapshotter.delta_memory_limit;
+  so.gc_period = o.snapshotter.gc_period;
+  so.gc.policy = *sidecar::ParseGcPolicy(o.snapshotter.gc_policy);
+  so.gc.max_backups = static_cast<int>(o.snapshotter.max_backups);
+  so.gc.delta_retention =
+      std::chrono::duration_cast<std::chrono::seconds>(o.snapshotter.delta_retention);
+  so.compression = o.EffectiveCompression();
+  so.temp_dir = o.store.temp_dir;
+  so.connection_timeout = o.etcd.connection_timeout;
+  so.snapshot_timeout = o.etcd.snapshot_timeout;
+  sidecar::Snapshotter snapshotter(**store, **client, so);
+  etcdw::wrapper::StopRequest stop;
+  etcdw::wrapper::SignalCatcher signals(&stop, "");
+  std::thread watcher([&] {
+    stop.Wait();
+    snapshotter.Stop();
+  });
+  Status st = snapshotter.Run();
+  stop.Request(st.ok() ? 0 : 1, st.ok() ? "snapshotter stopped" : st.message());
+  watcher.join();
+  if (!st.ok()) return Fail("snapshotter failed", st);
+  return 0;
+}
+
+int Restore(const std::vector<std::string>& args) {
+  sidecar::ServerOptions o;
+  if (auto code = ParseFlags("restore", args, &o)) return *code;
+  if (o.store.provider.empty()) {
+    std::fprintf(stderr, "etcdbrctl restore: --storage-provider is required\n");
+    return 1;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(o.restoration.data_dir + "/member", ec)) {
+    std::fprintf(stderr,
+                 "etcdbrctl restore: the data directory \"%s\" already holds a member; remove "
+                 "it first\n",
+                 o.restoration.data_dir.c_str());
+    return 1;
+  }
+  auto store = sidecar::OpenSnapStore(o.store);
+  if (!store.ok()) return Fail("opening the snapshot store failed", store.status());
+  auto list = (*store)->List();
+  if (!list.ok()) return Fail("listing the snapshot store failed", list.status());
+  sidecar::LatestSet set = sidecar::FindLatestSet(*list);
+  if (!set.full) {
+    log::Info("No base snapshot found. Will do nothing.");
+    return 0;
+  }
+  sidecar::RestoreOptions ro;
+  ro.target = sidecar::RestoreTargetOf(o.restoration);
+  ro.temp_dir = o.restoration.temp_dir;
+  ro.skip_hash_check = o.restoration.skip_hash_check;
+  Status st = sidecar::RestoreFromBackup(**store, set, o.restoration.data_dir, ro);
+  if (!st.ok()) return Fail("restore failed", st);
+  log::Info("restore finished",
+            {log::F("data-dir", o.restoration.data_dir), log::F("revision", set.LastRevision())});
+  return 0;
+}
+
+int Initialize(const std::vector<std::string>& args) {
+  sidecar::ServerOptions o;
+  std::string mode;
+  if (auto code = ParseFlags("initialize", args, &o, &mode)) return *code;
+  std::unique_ptr<sidecar::SnapStore> store;
+  if (!o.store.provider.empty()) {
+    auto s = sidecar::OpenSnapStore(o.store);
+    if (!s.ok()) return Fail("opening the snapshot store failed", s.status());
+    store = std::move(s).value();
+  }
+  std::atomic<bool> never{false};
+  sidecar::InitializerContext ctx;
+  ctx.options = &o;
+  ctx.store = store.get();
+  ctx.member_name = o.restoration.name;
+  ctx.cluster_size = 1;
+  ctx.restore_target = sidecar::RestoreTargetOf(o.restoration);
+  ctx.peer_urls = ctx.restore_target.initial_advertise_peer_urls;
+  ctx.cancel = &never;
+  Status st = sidecar::Initialize(ctx, sidecar::ParseValidationMode(mode));
+  if (!st.ok()) return Fail("initialisation failed", st);
+  log::Info("initialisation finished", {log::F("data-dir", o.restoration.data_dir)});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  etcdw::wrapper::BlockStopSignals();
+  signal(SIGPIPE, SIG_IGN);
+  umask(0077);
+  etcdw::cmd::RouteGrpcLogs();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kHelp, stderr);
+    return 2;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  const std::string& cmd = args[0];
+  if (cmd == "server") return Server(rest);
+  if (cmd == "snapshot") return Snapshot(rest);
+  if (cmd == "restore") return Restore(rest);
+  if (cmd == "initialize") return Initialize(rest);
+  if (cmd == "-v" || cmd == "--version" || cmd == "-version" || cmd == "version") {
+    PrintVersion();
+    return 0;
+  }
+  if (cmd == "-h" || cmd == "--help" || cmd == "-help" || cmd == "help") {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "etcdbrctl: unknown command \"%s\"\n%s", cmd.c_str(), kHelp);
+  return 2;
+}

@@ -1,0 +1,149 @@
+#include "etcdw/sidecar/http_api.h"
+
+#include "etcdw/common/logging.h"
+
+namespace etcdw::sidecar {
+namespace {
+
+common::HttpResponse Text(int status, std::string body) {
+  common::HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers["Content-Type"] = "text/plain; charset=utf-8";
+  return r;
+}
+
+common::HttpResponse Json(int status, const nlohmann::json& j) {
+  common::HttpResponse r;
+  r.status = status;
+  r.body = j.dump();
+  r.headers["Content-Type"] = "application/json";
+  return r;
+}
+
+// Go's strconv.ParseBool.
+std::optional<bool> ParseGoBool(const std::string& s) {
+  if (s == "1" || s == "t" || s == "T" || s == "true" || s == "TRUE" || s == "True") return true;
+  if (s == "0" || s == "f" || s == "F" || s == "false" || s == "FALSE" || s == "False") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* InitStateName(InitState s) {
+  switch (s) {
+    case InitState::kNew:
+      return "New";
+    case InitState::kProgress:
+      return "Progress";
+    case InitState::kSuccessful:
+      return "Successful";
+    case InitState::kFailed:
+      return "Failed";
+  }
+  return "New";
+}
+
+HttpApi::HttpApi(Deps deps) : deps_(std::move(deps)) {}
+
+HttpApi::~HttpApi() {
+  if (worker_.joinable()) worker_.join();
+}
+
+InitState HttpApi::state() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return state_;
+}
+
+void HttpApi::SetSnapshotter(std::shared_ptr<Snapshotter> s) {
+  std::lock_guard<std::mutex> l(mu_);
+  snapshotter_ = std::move(s);
+}
+
+common::HttpResponse HttpApi::Handle(const common::HttpRequest& req) {
+  if (req.path == "/initialization/start") return Start(req);
+  if (req.path == "/initialization/status") return StatusRoute();
+  if (req.path == "/healthz") {
+    bool h = healthy_.load();
+    return Json(h ? 200 : 503, {{"health", h}});
+  }
+  if (req.path == "/config") {
+    auto cfg = deps_.render_config();
+    if (!cfg.ok()) {
+      log::Error("rendering the etcd config failed", {log::F("error", cfg.status())});
+      return Text(500, cfg.status().message() + "\n");
+    }
+    common::HttpResponse r = Text(200, *cfg);
+    r.headers["Content-Type"] = "application/yaml";
+    return r;
+  }
+  if (req.path == "/snapshot/full" || req.path == "/snapshot/delta" ||
+      req.path == "/snapshot/latest") {
+    return Snapshot(req);
+  }
+  return Text(404, "404 page not found\n");
+}
+
+common::HttpResponse HttpApi::Start(const common::HttpRequest& req) {
+  auto it = req.query.find("mode");
+  ValidationMode mode = ParseValidationMode(it == req.query.end() ? "" : it->second);
+  std::lock_guard<std::mutex> l(mu_);
+  if (state_ != InitState::kNew) return Text(200, "");
+  state_ = InitState::kProgress;
+  healthy_.store(false);
+  if (worker_.joinable()) worker_.join();  // the previous run has finished (state was New)
+  worker_ = std::thread([this, mode] {
+    log::Info("initialisation started",
+              {log::F("mode", mode == ValidationMode::kFull ? "full" : "sanity")});
+    etcdw::Status st = deps_.initialize(mode);
+    if (st.ok()) {
+      log::Info("initialisation successful");
+    } else {
+      log::Error("initialisation failed", {log::F("error", st)});
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    state_ = st.ok() ? InitState::kSuccessful : InitState::kFailed;
+  });
+  return Text(200, "");
+}
+
+common::HttpResponse HttpApi::StatusRoute() {
+  std::lock_guard<std::mutex> l(mu_);
+  InitState s = state_;
+  if (s == InitState::kSuccessful || s == InitState::kFailed) state_ = InitState::kNew;
+  return Text(200, InitStateName(s));
+}
+
+common::HttpResponse HttpApi::Snapshot(const common::HttpRequest& req) {
+  if (deps_.store == nullptr) return Text(405, "");
+  if (req.path == "/snapshot/latest") {
+    auto list = deps_.store->List();
+    if (!list.ok()) return Text(500, list.status().message() + "\n");
+    return Json(200, LatestSetJson(FindLatestSet(*list)));
+  }
+  std::shared_ptr<Snapshotter> s;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    s = snapshotter_;
+  }
+  if (s == nullptr) return Text(405, "");  // not the backup leader
+  if (req.path == "/snapshot/full") {
+    bool final = false;
+    if (auto it = req.query.find("final"); it != req.query.end()) {
+      auto b = ParseGoBool(it->second);
+      if (!b) return Text(400, "invalid value for final: \"" + it->second + "\"\n");
+      final = *b;
+    }
+    auto r = s->TriggerFull(final);
+    if (!r.ok()) return Text(500, r.status().message() + "\n");
+    return Json(200, ToJson(*r));
+  }
+  auto r = s->TriggerDelta();
+  if (!r.ok()) return Text(500, r.status().message() + "\n");
+  if (!r->has_value()) return Json(200, nullptr);
+  return Json(200, ToJson(**r));
+}
+
+}  // namespace etcdw::sidecar

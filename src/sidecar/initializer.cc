@@ -1,0 +1,164 @@
+#include "etcdw/sidecar/initializer.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "etcdw/common/logging.h"
+#include "etcdw/sidecar/etcd_client.h"
+#include "etcdw/sidecar/restorer.h"
+
+namespace etcdw::sidecar {
+namespace fs = std::filesystem;
+namespace {
+
+using std::chrono::milliseconds;
+
+// The endpoints that reach the ready members: --service-endpoints, else --endpoints.
+std::vector<std::string> ClusterEndpoints(const ServerOptions& o) {
+  return o.etcd.service_endpoints.empty() ? o.etcd.endpoints : o.etcd.service_endpoints;
+}
+
+// The running cluster's members through the first cluster endpoint that answers.
+Result<etcdserverpb::MemberListResponse> ListMembers(const ServerOptions& o) {
+  Status last = Unavailable("no etcd endpoint configured");
+  for (const auto& ep : ClusterEndpoints(o)) {
+    auto c = EtcdClient::Connect(o.etcd, ep);
+    if (!c.ok()) return c.status();
+    auto r = (*c)->MemberList(milliseconds(5000));
+    if (r.ok()) return r;
+    last = r.status();
+  }
+  return last;
+}
+
+Result<std::unique_ptr<EtcdClient>> ClusterClient(const ServerOptions& o) {
+  auto eps = ClusterEndpoints(o);
+  if (eps.empty()) return Unavailable("no etcd endpoint configured");
+  return EtcdClient::Connect(o.etcd, eps.front());
+}
+
+Status RemoveDataDir(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) return Internal("cannot remove \"" + dir + "\": " + ec.message());
+  return Status::Ok();
+}
+
+// Adds this member as a learner, wiping its data directory first (gardener: 6 attempts with
+// exponential waits; "too many learners" waits for the other learner's promotion).
+Status AddAsLearner(const InitializerContext& ctx) {
+  const ServerOptions& o = *ctx.options;
+  milliseconds wait(2000);
+  Status last;
+  for (int attempt = 1; attempt <= 6; ++attempt) {
+    ETCDW_RETURN_IF_ERROR(RemoveDataDir(o.restoration.data_dir));
+    ETCDW_ASSIGN_OR_RETURN(auto c, ClusterClient(o));
+    auto r = c->MemberAdd(ctx.peer_urls, /*learner=*/true, milliseconds(5000));
+    if (r.ok()) {
+      log::Info("added this member to the cluster as a learner",
+                {log::F("name", ctx.member_name), log::Hex("member-id", r->member().id())});
+      return Status::Ok();
+    }
+    last = r.status();
+    const std::string& msg = last.message();
+    if (msg.find("Peer URLs already exists") != std::string::npos ||
+        msg.find("member ID already exist") != std::string::npos) {
+      return Status::Ok();
+    }
+    log::Warn("adding this member as a learner failed",
+              {log::F("attempt", attempt), log::F("error", last)});
+    if (ctx.cancel != nullptr && ctx.cancel->load()) break;
+    std::this_thread::sleep_for(
+        msg.find("too many learner") != std::string::npos ? milliseconds(5000) : wait);
+    wait *= 2;
+  }
+  return last.WithContext("adding this member as a learner");
+}
+
+// Removes this member (found by name) from the cluster; not being a member is fine.
+Status RemoveSelf(const InitializerContext& ctx) {
+  ETCDW_ASSIGN_OR_RETURN(auto members, ListMembers(*ctx.options));
+  for (const auto& m : members.members()) {
+    if (m.name() != ctx.member_name) continue;
+    ETCDW_ASSIGN_OR_RETURN(auto c, ClusterClient(*ctx.options));
+    ETCDW_RETURN_IF_ERROR(c->MemberRemove(m.id(), milliseconds(30000)));
+    log::Info("removed this member from the cluster", {log::Hex("member-id", m.id())});
+  }
+  return Status::Ok();
+}
+
+// Scale-up: the cluster answers and does not know this member's name.
+bool IsNewMemberOfRunningCluster(const InitializerContext& ctx) {
+  auto members = ListMembers(*ctx.options);
+  if (!members.ok()) return false;
+  for (const auto& m : members->members()) {
+    if (m.name() == ctx.member_name) return false;
+  }
+  return members->members_size() > 0;
+}
+
+}  // namespace
+
+Status Initialize(const InitializerContext& ctx, ValidationMode mode) {
+  const ServerOptions& o = *ctx.options;
+  const std::string& data_dir = o.restoration.data_dir;
+
+  if (ctx.cluster_size > 1 && IsNewMemberOfRunningCluster(ctx)) {
+    log::Info("this member is not in the running cluster: joining as a learner",
+              {log::F("name", ctx.member_name)});
+    return AddAsLearner(ctx);
+  }
+
+  Validation v = ValidateDataDir(data_dir, mode, ctx.store, ctx.cluster_size);
+  switch (v.status) {
+    case DataDirStatus::kValid:
+      break;
+    case DataDirStatus::kWrongVolumeMounted:
+      return FailedPrecondition("won't initialize etcd because the wrong volume is mounted: " +
+                                v.detail);
+    case DataDirStatus::kFailToOpen:
+      return FailedPrecondition("the data directory is in use by another process: " + v.detail);
+    case DataDirStatus::kUnknown:
+      return Internal("the state of the data directory is unknown: " + v.detail);
+    default:
+      if (v.status == DataDirStatus::kInvalidInMultiNode ||
+          (ctx.cluster_size > 1 && v.status == DataDirStatus::kCorrupt)) {
+        log::Info("invalid data directory in a multi-member cluster: resynchronising from peers",
+                  {log::F("status", DataDirStatusName(v.status))});
+        ETCDW_RETURN_IF_ERROR(RemoveSelf(ctx));
+        return AddAsLearner(ctx);
+      }
+      if (ctx.store == nullptr) {
+        log::Info("no snapshot store configured: removing the invalid data directory",
+                  {log::F("status", DataDirStatusName(v.status))});
+        return RemoveDataDir(data_dir);
+      }
+      ETCDW_ASSIGN_OR_RETURN(auto list, ctx.store->List());
+      LatestSet set = FindLatestSet(list);
+      if (!set.full && set.deltas.empty()) {
+        log::Info("no backups: removing the invalid data directory",
+                  {log::F("status", DataDirStatusName(v.status))});
+        return RemoveDataDir(data_dir);
+      }
+      log::Info("restoring the data directory from the backup",
+                {log::F("status", DataDirStatusName(v.status)), log::F("detail", v.detail)});
+      RestoreOptions ro;
+      ro.target = ctx.restore_target;
+      ro.temp_dir = o.restoration.temp_dir;
+      ro.skip_hash_check = o.restoration.skip_hash_check;
+      ETCDW_RETURN_IF_ERROR(RestoreFromBackup(*ctx.store, set, data_dir, ro));
+      break;
+  }
+  // gardener resets the snapstore temp directory after a successful initialisation.
+  if (ctx.store != nullptr && !o.store.temp_dir.empty() && o.store.temp_dir != "/tmp") {
+    std::error_code ec;
+    fs::remove_all(o.store.temp_dir, ec);
+    fs::create_directories(o.store.temp_dir, ec);
+    chmod(o.store.temp_dir.c_str(), 0700);
+  }
+  return Status::Ok();
+}
+
+}  // namespace etcdw::sidecar

@@ -1,0 +1,800 @@
+#include "etcdw/sidecar/snapshotter.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <utility>
+#include <vector>
+
+#include "etcdw/common/hash.h"
+#include "etcdw/common/logging.h"
+#include "etcdw/sidecar/delta.h"
+
+namespace etcdw::sidecar {
+namespace {
+
+using SystemTime = std::chrono::system_clock::time_point;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+constexpr size_t kTrailerSize = 32;  // SHA-256 appended by etcd (full) or by us (delta)
+constexpr uint64_t kSnapshotAlignment = 512;
+// gardener's thresholds: deltas are off below one second, GC at or below one second.
+constexpr std::chrono::milliseconds kMinDeltaPeriod{1000};
+constexpr std::chrono::milliseconds kMinGcPeriod{1000};
+// Any key: only the response header's revision (the store's current revision) is used.
+constexpr char kRevisionProbeKey[] = "foo";
+
+// Removes the listed local files when it goes out of scope (temp files of one snapshot).
+class TempFiles {
+ public:
+  TempFiles() = default;
+  TempFiles(const TempFiles&) = delete;
+  TempFiles& operator=(const TempFiles&) = delete;
+  ~TempFiles() {
+    for (const auto& p : paths_) {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
+    }
+  }
+  const std::string& Add(std::string path) {
+    paths_.push_back(std::move(path));
+    return paths_.back();
+  }
+
+ private:
+  std::deque<std::string> paths_;  // deque: references returned by Add stay valid
+};
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  if (dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+Status ErrnoError(const std::string& what, int err) {
+  return Internal(what + ": " + std::strerror(err));
+}
+
+// Reads exactly `n` bytes at the current offset of `fd` into `buf`.
+Status ReadExactly(int fd, char* buf, size_t n, const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::read(fd, buf + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoError("read \"" + path + "\"", errno);
+    if (r == 0) return DataLoss("\"" + path + "\" is shorter than its size (changed while read)");
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+Status WriteFile(const std::string& path, std::string_view data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("create \"" + path + "\"", errno);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status st = ErrnoError("write \"" + path + "\"", errno);
+      ::close(fd);
+      return st;
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return ErrnoError("close \"" + path + "\"", errno);
+  return Status::Ok();
+}
+
+// Checks a delta payload file: more than the trailer, and the trailer is the SHA-256 of the
+// JSON before it. The JSON itself is ours (DeltaWriter), so it is not parsed again.
+Status VerifyDeltaFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open \"" + path + "\"", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = ErrnoError("stat \"" + path + "\"", errno);
+    ::close(fd);
+    return s;
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size <= kTrailerSize) {
+    ::close(fd);
+    return DataLoss("delta snapshot \"" + path + "\": " + std::to_string(size) +
+                    " bytes, missing hash");
+  }
+  common::Sha256 sha;
+  std::vector<char> buf(1 << 20);
+  uint64_t left = size - kTrailerSize;
+  Status s;
+  while (left > 0 && s.ok()) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    s = ReadExactly(fd, buf.data(), n, path);
+    if (s.ok()) sha.Update(std::string_view(buf.data(), n));
+    left -= n;
+  }
+  std::array<char, kTrailerSize> trailer{};
+  if (s.ok()) s = ReadExactly(fd, trailer.data(), trailer.size(), path);
+  ::close(fd);
+  ETCDW_RETURN_IF_ERROR(s);
+  auto digest = sha.Final();
+  if (std::memcmp(digest.data(), trailer.data(), kTrailerSize) != 0) {
+    return DataLoss("delta snapshot \"" + path + "\": SHA-256 trailer does not match its content");
+  }
+  return Status::Ok();
+}
+
+// "2026-01-01T10:00:00+0100" in the local time zone, for logs.
+std::string FormatLocal(SystemTime t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm lt{};
+  localtime_r(&tt, &lt);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &lt);
+  return buf;
+}
+
+// `t` with its local wall-clock hour moved back by `hours` (Go's time.Date normalisation, as
+// gardener's GetPrevScheduledSnapTime computes it).
+SystemTime LocalHoursBefore(SystemTime t, int hours) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  auto frac = t - std::chrono::system_clock::from_time_t(tt);
+  std::tm lt{};
+  localtime_r(&tt, &lt);
+  lt.tm_hour -= hours;
+  lt.tm_isdst = -1;
+  std::time_t back = std::mktime(&lt);
+  return std::chrono::system_clock::from_time_t(back) + frac;
+}
+
+double Hours(std::chrono::system_clock::duration d) {
+  return std::chrono::duration<double, std::ratio<3600>>(d).count();
+}
+
+}  // namespace
+
+Status VerifyFullSnapshotFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    return Status(err == ENOENT ? Code::kNotFound : Code::kInternal,
+                  "open full snapshot \"" + path + "\": " + std::strerror(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = ErrnoError("stat \"" + path + "\"", errno);
+    ::close(fd);
+    return s;
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size % kSnapshotAlignment != kTrailerSize) {
+    ::close(fd);
+    return DataLoss("full snapshot \"" + path + "\": size " + std::to_string(size) +
+                    " is not a multiple of 512 plus a 32-byte SHA-256 trailer");
+  }
+  common::Sha256 sha;
+  std::vector<char> buf(1 << 20);
+  uint64_t left = size - kTrailerSize;
+  Status s;
+  while (left > 0 && s.ok()) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    s = ReadExactly(fd, buf.data(), n, path);
+    if (s.ok()) sha.Update(std::string_view(buf.data(), n));
+    left -= n;
+  }
+  std::array<char, kTrailerSize> trailer{};
+  if (s.ok()) s = ReadExactly(fd, trailer.data(), trailer.size(), path);
+  ::close(fd);
+  ETCDW_RETURN_IF_ERROR(s);
+  auto digest = sha.Final();
+  if (std::memcmp(digest.data(), trailer.data(), kTrailerSize) != 0) {
+    std::string want(reinterpret_cast<const char*>(digest.data()), digest.size());
+    return DataLoss("full snapshot \"" + path + "\": SHA-256 mismatch (trailer " +
+                    common::ToHex(std::string_view(trailer.data(), trailer.size())) + ", content " +
+                    common::ToHex(want) + ")");
+  }
+  return Status::Ok();
+}
+
+// All snapshot state is owned by the thread running Run() ("the loop"). Other threads talk to
+// it through `mu_`: the watch pump queues responses, triggers queue requests, Stop() sets
+// `stop_`; the loop waits on `cv_` for any of them or for the next timer. GC runs on a thread
+// of its own and shares only the store (whose implementations are thread-safe) and
+// `last_revision_`.
+class Snapshotter::Impl {
+ public:
+  Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, std::atomic<bool>* active)
+      : store_(store), client_(client), opts_(std::move(options)), active_(active) {}
+  ~Impl() { CloseWatch(); }
+
+  Status Run();
+  void Stop();
+  Result<std::optional<SnapshotInfo>> Trigger(bool full, bool final);
+
+ private:
+  using TriggerResult = Result<std::optional<SnapshotInfo>>;
+  struct Request {
+    bool full = false;
+    bool final = false;
+    std::promise<TriggerResult> done;
+  };
+  // One response of the watch, or the error that ended it.
+  struct WatchItem {
+    std::optional<etcdserverpb::WatchResponse> response;
+    Status error;
+  };
+
+  bool DeltasEnabled() const { return opts_.delta_period >= kMinDeltaPeriod; }
+  bool GcEnabled() const { return opts_.gc_period > kMinGcPeriod; }
+
+  Status RunBody();
+  Status Loop();
+  // Reads the latest set from the store into prev_*.
+  Status LoadState();
+  bool FullSnapshotRequiredAtStartup(SystemTime now) const;
+  // Watches from the previous snapshot's last revision + 1 up to the current revision, cutting
+  // memory-limit deltas on the way. Sets *stopped when Stop() came first.
+  Status CollectEventsSincePrevious(bool* stopped);
+  // Handles queued watch items until the watch has delivered `revision` (or Stop(), or no
+  // progress for connection_timeout: DeadlineExceeded).
+  Status DrainWatchUntil(int64_t revision, bool* stopped);
+
+  Result<SnapshotInfo> TakeFull(bool final);
+  Result<std::optional<SnapshotInfo>> TakeDelta();
+  Status HandleWatchItem(const WatchItem& item);
+  Status ServeRequest(Request& req);
+
+  Status ResetFullTimer();
+  void ResetDeltaTimer() { next_delta_ = std::chrono::steady_clock::now() + opts_.delta_period; }
+  Result<int64_t> CurrentRevision();
+
+  Status OpenWatch(int64_t from_revision);
+  void CloseWatch();
+  void PumpWatch(EtcdClient::Watch* watch);
+
+  void StartGc();
+  void StopGc();
+  void GcLoop();
+  void CollectGarbage();
+
+  SnapStore& store_;
+  EtcdClient& client_;
+  const SnapshotterOptions opts_;
+  std::atomic<bool>* const active_;
+
+  // Loop-owned state.
+  SnapshotInfo prev_;  // the newest snapshot taken or found (a zero Full when none)
+  std::optional<SnapshotInfo> prev_full_;
+  bool prev_full_succeeded_ = true;  // survives Run() calls
+  DeltaWriter delta_;
+  std::unique_ptr<EtcdClient::Watch> watch_;
+  std::thread pump_;
+  std::atomic<bool> closing_watch_{false};
+  int64_t watched_revision_ = 0;  // every event up to this revision has been handled
+  SystemTime next_full_;
+  SteadyTime next_delta_;
+
+  std::atomic<int64_t> last_revision_{0};  // prev_.last_revision, for GC's chunk rule
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool running_ = false;
+  bool accepting_ = false;  // triggers are queued only while the loop serves them
+  std::deque<std::unique_ptr<Request>> requests_;
+  std::deque<WatchItem> watch_items_;
+
+  std::thread gc_thread_;
+  std::condition_variable gc_cv_;
+  bool gc_stop_ = false;
+};
+
+Status Snapshotter::Impl::Run() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (running_) return FailedPrecondition("snapshotter is already running");
+    if (stop_) return Status::Ok();
+    running_ = true;
+  }
+  log::Info("starting the snapshotter",
+            {log::F("store", store_.Describe()), log::F("schedule", opts_.schedule.spec())});
+  Status st = RunBody();
+
+  active_->store(false);
+  std::deque<std::unique_ptr<Request>> unanswered;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    accepting_ = false;
+    unanswered.swap(requests_);
+  }
+  for (auto& r : unanswered) {
+    r->done.set_value(st.ok() ? FailedPrecondition("snapshotter stopped")
+                              : st.WithContext("snapshotter failed"));
+  }
+  StopGc();
+  CloseWatch();
+  delta_ = DeltaWriter();
+  if (st.ok()) {
+    log::Info("snapshotter stopped");
+  } else {
+    log::Error("snapshotter failed", {log::F("error", st)});
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  running_ = false;
+  cv_.notify_all();
+  return st;
+}
+
+Status Snapshotter::Impl::RunBody() {
+  std::error_code ec;
+  std::filesystem::create_directories(opts_.temp_dir, ec);
+  if (ec) {
+    return Internal("cannot create the snapstore temp directory \"" + opts_.temp_dir +
+                    "\": " + ec.message());
+  }
+  ETCDW_RETURN_IF_ERROR(LoadState());
+
+  // gardener §5.7: a delta of the events since the latest backup when the latest full
+  // snapshot is recent enough, else (or when collecting fails) a full snapshot.
+  bool initial_delta_taken = false;
+  if (!FullSnapshotRequiredAtStartup(std::chrono::system_clock::now())) {
+    bool stopped = false;
+    Status collected = CollectEventsSincePrevious(&stopped);
+    if (stopped) return Status::Ok();
+    if (collected.ok()) {
+      auto d = TakeDelta();
+      if (!d.ok()) return d.status().WithContext("initial delta snapshot");
+      initial_delta_taken = true;
+      if (!DeltasEnabled()) CloseWatch();
+    } else {
+      log::Warn("failed to collect events for the first delta snapshot; taking a full snapshot",
+                {log::F("error", collected)});
+    }
+  }
+  if (!initial_delta_taken) {
+    auto f = TakeFull(false);
+    if (!f.ok()) {
+      prev_full_succeeded_ = false;
+      return f.status().WithContext("initial full snapshot");
+    }
+    prev_full_succeeded_ = true;
+  }
+  ETCDW_RETURN_IF_ERROR(ResetFullTimer());
+  ResetDeltaTimer();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return Status::Ok();
+    accepting_ = true;
+  }
+  active_->store(true);
+  StartGc();
+  return Loop();
+}
+
+Status Snapshotter::Impl::Loop() {
+  for (;;) {
+    std::deque<WatchItem> items;
+    std::unique_ptr<Request> request;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      auto now_sys = std::chrono::system_clock::now();
+      auto now = std::chrono::steady_clock::now();
+      SteadyTime deadline = now + std::max<std::chrono::system_clock::duration>(
+                                      next_full_ - now_sys, std::chrono::nanoseconds(0));
+      if (DeltasEnabled()) deadline = std::min(deadline, next_delta_);
+      cv_.wait_until(l, deadline,
+                     [&] { return stop_ || !requests_.empty() || !watch_items_.empty(); });
+      if (stop_) return Status::Ok();
+      items.swap(watch_items_);
+      if (!requests_.empty()) {
+        request = std::move(requests_.front());
+        requests_.pop_front();
+      }
+    }
+    for (const auto& item : items) ETCDW_RETURN_IF_ERROR(HandleWatchItem(item));
+    if (request) ETCDW_RETURN_IF_ERROR(ServeRequest(*request));
+
+    if (std::chrono::system_clock::now() >= next_full_) {
+      log::Info("taking scheduled full snapshot");
+      auto f = TakeFull(false);
+      if (!f.ok()) {
+        prev_full_succeeded_ = false;
+        return f.status().WithContext("scheduled full snapshot");
+      }
+      prev_full_succeeded_ = true;
+      ETCDW_RETURN_IF_ERROR(ResetFullTimer());
+    }
+    if (DeltasEnabled() && std::chrono::steady_clock::now() >= next_delta_) {
+      auto d = TakeDelta();
+      if (!d.ok()) return d.status().WithContext("scheduled delta snapshot");
+      ResetDeltaTimer();
+    }
+  }
+}
+
+Status Snapshotter::Impl::ServeRequest(Request& req) {
+  if (req.full) {
+    log::Info("taking out-of-schedule full snapshot", {log::F("final", req.final)});
+    auto f = TakeFull(req.final);
+    Status st = f.status();
+    if (f.ok()) st = ResetFullTimer();
+    if (!st.ok()) {
+      prev_full_succeeded_ = false;
+      req.done.set_value(st);
+      return st.WithContext("out-of-schedule full snapshot");
+    }
+    prev_full_succeeded_ = true;
+    req.done.set_value(std::optional<SnapshotInfo>(std::move(f).value()));
+    return Status::Ok();
+  }
+  log::Info("taking out-of-schedule delta snapshot");
+  // Include every write acknowledged before the request: drain the watch up to the current
+  // revision. A failure here only shortens the delta; the watch's own errors end the loop.
+  auto rev = CurrentRevision();
+  if (rev.ok()) {
+    bool stopped = false;
+    Status drained = DrainWatchUntil(*rev, &stopped);
+    if (!drained.ok() && drained.code() != Code::kDeadlineExceeded) {
+      req.done.set_value(drained);
+      return drained;
+    }
+    if (!drained.ok()) {
+      log::Warn("watch did not reach the current revision; the delta may miss recent events",
+                {log::F("revision", *rev), log::F("error", drained)});
+    }
+  } else {
+    log::Warn("cannot read the current revision before a delta snapshot",
+              {log::F("error", rev.status())});
+  }
+  auto d = TakeDelta();
+  if (!d.ok()) {
+    req.done.set_value(d.status());
+    return d.status().WithContext("out-of-schedule delta snapshot");
+  }
+  ResetDeltaTimer();
+  req.done.set_value(std::move(d).value());
+  return Status::Ok();
+}
+
+Status Snapshotter::Impl::LoadState() {
+  auto list = store_.List();
+  if (!list.ok()) return list.status().WithContext("listing " + store_.Describe());
+  LatestSet latest = FindLatestSet(*list);
+  prev_full_ = latest.full;
+  if (!latest.deltas.empty()) {
+    prev_ = latest.deltas.back();
+  } else if (latest.full) {
+    prev_ = *latest.full;
+  } else {
+    prev_ = NewSnapshot(SnapshotKind::kFull, 0, 0, std::chrono::system_clock::now(), "", false);
+  }
+  last_revision_.store(prev_.last_revision);
+  if (prev_full_) {
+    log::Info("latest backup found",
+              {log::F("full", prev_full_->snap_name), log::F("deltas", latest.deltas.size()),
+               log::F("last-revision", prev_.last_revision)});
+  } else {
+    log::Info("no full snapshot in the store", {log::F("store", store_.Describe())});
+  }
+  return Status::Ok();
+}
+
+bool Snapshotter::Impl::FullSnapshotRequiredAtStartup(SystemTime now) const {
+  const int window = opts_.schedule.WindowHours();
+  if (!prev_full_ || prev_full_->is_final || !prev_full_succeeded_ ||
+      Hours(now - prev_full_->created_on) > window) {
+    return true;
+  }
+  auto next = opts_.schedule.Next(now);
+  if (!next) return true;  // Run fails on the schedule right after the snapshot
+  // Taken exactly at the previous activation of the schedule: nothing was missed.
+  if (LocalHoursBefore(*next, window) == prev_full_->created_on) {
+    log::Info("previous full snapshot was taken at its scheduled time; no full snapshot needed");
+    return false;
+  }
+  return Hours(*next - now) + Hours(now - prev_full_->created_on) > window;
+}
+
+Status Snapshotter::Impl::CollectEventsSincePrevious(bool* stopped) {
+  CloseWatch();
+  delta_ = DeltaWriter();
+  ETCDW_ASSIGN_OR_RETURN(int64_t current, CurrentRevision());
+  ETCDW_RETURN_IF_ERROR(OpenWatch(prev_.last_revision + 1));
+  if (prev_.last_revision >= current) {
+    log::Info("no new events since the last snapshot; skipping the initial delta snapshot");
+    return Status::Ok();
+  }
+  log::Info("collecting events since the last snapshot",
+            {log::F("from", prev_.last_revision + 1), log::F("to", current)});
+  return DrainWatchUntil(current, stopped);
+}
+
+Status Snapshotter::Impl::DrainWatchUntil(int64_t revision, bool* stopped) {
+  if (!watch_) return Status::Ok();
+  auto deadline = std::chrono::steady_clock::now() + opts_.connection_timeout;
+  while (watched_revision_ < revision) {
+    std::deque<WatchItem> items;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_until(l, deadline, [&] { return stop_ || !watch_items_.empty(); });
+      if (stop_) {
+        *stopped = true;
+        return Status::Ok();
+      }
+      if (watch_items_.empty()) {
+        return Status(Code::kDeadlineExceeded,
+                      "watch delivered revision " + std::to_string(watched_revision_) + " of " +
+                          std::to_string(revision) + " within " +
+                          std::to_string(opts_.connection_timeout.count()) + " ms");
+      }
+      items.swap(watch_items_);
+    }
+    for (const auto& item : items) ETCDW_RETURN_IF_ERROR(HandleWatchItem(item));
+    deadline = std::chrono::steady_clock::now() + opts_.connection_timeout;
+  }
+  return Status::Ok();
+}
+
+Status Snapshotter::Impl::HandleWatchItem(const WatchItem& item) {
+  if (!item.response) return item.error.WithContext("delta snapshot watch");
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& ev : item.response->events()) {
+    delta_.Add(ev, now);
+    watched_revision_ = std::max(watched_revision_, ev.kv().mod_revision());
+  }
+  if (delta_.event_count() > 0 &&
+      static_cast<int64_t>(delta_.size_bytes()) >= opts_.delta_memory_limit) {
+    log::Info("delta events crossed the memory limit",
+              {log::F("bytes", static_cast<uint64_t>(delta_.size_bytes())),
+               log::F("limit", opts_.delta_memory_limit)});
+    auto d = TakeDelta();
+    if (!d.ok()) return d.status().WithContext("memory-limit delta snapshot");
+    ResetDeltaTimer();
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> Snapshotter::Impl::CurrentRevision() {
+  auto resp = client_.Get(kRevisionProbeKey, opts_.connection_timeout);
+  if (!resp.ok()) {
+    return Status(resp.status().code(),
+                  "failed to get etcd latest revision: " + resp.status().message());
+  }
+  return resp->header().revision();
+}
+
+Result<SnapshotInfo> Snapshotter::Impl::TakeFull(bool final) {
+  // Buffered events are covered by the full snapshot.
+  CloseWatch();
+  delta_ = DeltaWriter();
+  ETCDW_ASSIGN_OR_RETURN(int64_t revision, CurrentRevision());
+  if (final && prev_.is_final && prev_.kind == SnapshotKind::kFull &&
+      prev_.last_revision == revision) {
+    log::Info("no updates since the previous final full snapshot; not taking another",
+              {log::F("snapshot", prev_.snap_name)});
+  } else {
+    const auto started = std::chrono::steady_clock::now();
+    TempFiles temps;
+    const std::string& db = temps.Add(JoinPath(opts_.temp_dir, "db"));
+    auto size = client_.SnapshotToFile(db, opts_.snapshot_timeout);
+    if (!size.ok()) return size.status();
+    if (opts_.before_verify) opts_.before_verify(db);
+    ETCDW_RETURN_IF_ERROR(VerifyFullSnapshotFile(db));
+    SnapshotInfo s = NewSnapshot(SnapshotKind::kFull, 0, revision, std::chrono::system_clock::now(),
+                                 CompressionSuffix(opts_.compression), final);
+    std::string upload = db;
+    if (opts_.compression != Compression::kNone) {
+      upload = temps.Add(JoinPath(opts_.temp_dir, s.snap_name));
+      ETCDW_RETURN_IF_ERROR(CompressFile(db, upload, opts_.compression));
+    }
+    ETCDW_RETURN_IF_ERROR(store_.Save(s, upload).WithContext("saving " + s.snap_name));
+    prev_ = s;
+    prev_full_ = s;
+    last_revision_.store(revision);
+    log::Info(
+        "saved full snapshot",
+        {log::F("snapshot", s.snap_name), log::F("bytes", *size),
+         log::F(
+             "seconds",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())});
+  }
+  if (DeltasEnabled()) ETCDW_RETURN_IF_ERROR(OpenWatch(prev_.last_revision + 1));
+  return prev_;
+}
+
+Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
+  if (delta_.event_count() == 0) {
+    log::Info("no events received since the last snapshot; skipping delta snapshot");
+    return std::optional<SnapshotInfo>();
+  }
+  const int64_t last = delta_.last_revision();
+  const size_t events = delta_.event_count();
+  const std::string payload = delta_.Finish();
+  SnapshotInfo s =
+      NewSnapshot(SnapshotKind::kIncr, prev_.last_revision + 1, last,
+                  std::chrono::system_clock::now(), CompressionSuffix(opts_.compression), false);
+  TempFiles temps;
+  const std::string& raw = temps.Add(JoinPath(opts_.temp_dir, s.snap_name + ".raw"));
+  ETCDW_RETURN_IF_ERROR(WriteFile(raw, payload));
+  if (opts_.before_verify) opts_.before_verify(raw);
+  ETCDW_RETURN_IF_ERROR(VerifyDeltaFile(raw));
+  std::string upload = raw;
+  if (opts_.compression != Compression::kNone) {
+    upload = temps.Add(JoinPath(opts_.temp_dir, s.snap_name));
+    ETCDW_RETURN_IF_ERROR(CompressFile(raw, upload, opts_.compression));
+  }
+  ETCDW_RETURN_IF_ERROR(store_.Save(s, upload).WithContext("saving " + s.snap_name));
+  prev_ = s;
+  last_revision_.store(last);
+  log::Info("saved delta snapshot",
+            {log::F("snapshot", s.snap_name), log::F("events", static_cast<uint64_t>(events)),
+             log::F("bytes", static_cast<uint64_t>(payload.size()))});
+  return std::optional<SnapshotInfo>(std::move(s));
+}
+
+Status Snapshotter::Impl::ResetFullTimer() {
+  auto now = std::chrono::system_clock::now();
+  auto next = opts_.schedule.Next(now);
+  if (!next) {
+    return FailedPrecondition("full snapshot schedule \"" + opts_.schedule.spec() +
+                              "\" has no future activation");
+  }
+  next_full_ = *next;
+  log::Info("next full snapshot scheduled", {log::F("time", FormatLocal(next_full_))});
+  return Status::Ok();
+}
+
+Status Snapshotter::Impl::OpenWatch(int64_t from_revision) {
+  CloseWatch();
+  auto w = client_.WatchAll(from_revision);
+  if (!w.ok()) return w.status();
+  watch_ = std::move(w).value();
+  watched_revision_ = from_revision - 1;
+  closing_watch_.store(false);
+  EtcdClient::Watch* raw = watch_.get();
+  pump_ = std::thread([this, raw] { PumpWatch(raw); });
+  log::Info("watching etcd for delta snapshots", {log::F("from-revision", from_revision)});
+  return Status::Ok();
+}
+
+void Snapshotter::Impl::CloseWatch() {
+  if (!watch_) return;
+  closing_watch_.store(true);
+  watch_->Cancel();
+  if (pump_.joinable()) pump_.join();
+  watch_.reset();
+  std::lock_guard<std::mutex> l(mu_);
+  watch_items_.clear();  // all from the closed watch
+}
+
+void Snapshotter::Impl::PumpWatch(EtcdClient::Watch* watch) {
+  for (;;) {
+    auto r = watch->Next(std::chrono::hours(1));
+    if (!r.ok() && r.status().code() == Code::kDeadlineExceeded) continue;
+    if (!r.ok() && closing_watch_.load()) return;
+    WatchItem item;
+    if (r.ok()) {
+      item.response = std::move(r).value();
+    } else {
+      item.error = r.status();
+    }
+    const bool ended = !item.response.has_value();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      watch_items_.push_back(std::move(item));
+      cv_.notify_all();
+    }
+    if (ended) return;
+  }
+}
+
+void Snapshotter::Impl::StartGc() {
+  if (!GcEnabled()) {
+    log::Info("garbage collection is off (period at most 1s)");
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gc_stop_ = false;
+  }
+  gc_thread_ = std::thread([this] { GcLoop(); });
+}
+
+void Snapshotter::Impl::StopGc() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gc_stop_ = true;
+    gc_cv_.notify_all();
+  }
+  if (gc_thread_.joinable()) gc_thread_.join();
+}
+
+void Snapshotter::Impl::GcLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    if (gc_cv_.wait_for(l, opts_.gc_period, [&] { return gc_stop_; })) return;
+    l.unlock();
+    CollectGarbage();
+    l.lock();
+  }
+}
+
+void Snapshotter::Impl::CollectGarbage() {
+  auto list = store_.List();
+  if (!list.ok()) {
+    log::Warn("GC: cannot list snapshots", {log::F("error", list.status())});
+    return;
+  }
+  // SelectGarbage spares the latest stream and objects still immutable.
+  std::vector<SnapshotInfo> garbage =
+      SelectGarbage(*list, opts_.gc, std::chrono::system_clock::now(), last_revision_.load());
+  int deleted = 0;
+  for (const auto& s : garbage) {
+    Status st = store_.Delete(s);
+    if (!st.ok()) {
+      log::Warn("GC: cannot delete snapshot",
+                {log::F("snapshot", SnapshotKey(s)), log::F("error", st)});
+      continue;
+    }
+    ++deleted;
+    log::Info("GC: deleted snapshot",
+              {log::F("snapshot", SnapshotKey(s)), log::F("kind", KindName(s.kind))});
+  }
+  log::Info("GC: done", {log::F("deleted", deleted), log::F("candidates", garbage.size())});
+}
+
+void Snapshotter::Impl::Stop() {
+  std::unique_lock<std::mutex> l(mu_);
+  stop_ = true;
+  cv_.notify_all();
+  cv_.wait(l, [&] { return !running_; });
+}
+
+Result<std::optional<SnapshotInfo>> Snapshotter::Impl::Trigger(bool full, bool final) {
+  if (!full && !DeltasEnabled()) {
+    return FailedPrecondition("delta snapshots are off (delta snapshot period " +
+                              std::to_string(opts_.delta_period.count()) + " ms is below 1s)");
+  }
+  auto req = std::make_unique<Request>();
+  req->full = full;
+  req->final = final;
+  auto done = req->done.get_future();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!accepting_) return FailedPrecondition("snapshotter is not active");
+    requests_.push_back(std::move(req));
+    cv_.notify_all();
+  }
+  return done.get();
+}
+
+Snapshotter::Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options)
+    : impl_(std::make_unique<Impl>(store, client, std::move(options), &active_)) {}
+
+Snapshotter::~Snapshotter() { Stop(); }
+
+Status Snapshotter::Run() { return impl_->Run(); }
+
+void Snapshotter::Stop() { impl_->Stop(); }
+
+Result<SnapshotInfo> Snapshotter::TriggerFull(bool final) {
+  if (!active()) return FailedPrecondition("snapshotter is not active");
+  ETCDW_ASSIGN_OR_RETURN(std::optional<SnapshotInfo> s, impl_->Trigger(true, final));
+  return std::move(*s);
+}
+
+Result<std::optional<SnapshotInfo>> Snapshotter::TriggerDelta() {
+  if (!active()) return FailedPrecondition("snapshotter is not active");
+  return impl_->Trigger(false, false);
+}
+
+}  // namespace etcdw::sidecar

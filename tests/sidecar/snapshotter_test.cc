@@ -1,0 +1,727 @@
+// The snapshotter against a real in-process member (EtcdServer + its gRPC server on a loopback
+// port picked by the kernel) and a Local store in a temporary directory.
+#include "etcdw/sidecar/snapshotter.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "etcdw/common/config.h"
+#include "etcdw/common/hash.h"
+#include "etcdw/server/etcd_server.h"
+#include "etcdw/server/grpc_server.h"
+#include "etcdw/sidecar/compression.h"
+#include "etcdw/sidecar/delta.h"
+#include "etcdw/sidecar/local_store.h"
+
+namespace etcdw::sidecar {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+// Polls `pred` every 20 ms until it holds or `timeout` passes.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+CronSchedule Schedule(const std::string& spec) {
+  auto s = CronSchedule::Parse(spec);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return *s;
+}
+
+// A Snapshotter::Run on a thread of its own.
+class Running {
+ public:
+  explicit Running(Snapshotter& s) : s_(s) {
+    result_ = done_.get_future();
+    thread_ = std::thread([this] { done_.set_value(s_.Run()); });
+  }
+  ~Running() { (void)Finish(); }
+  bool WaitActive(std::chrono::milliseconds timeout = 10s) {
+    return WaitFor([&] { return s_.active() || Ended(); }, timeout) && s_.active();
+  }
+  bool Ended() { return result_.wait_for(0s) == std::future_status::ready; }
+  // Waits (bounded) for Run to return by itself.
+  std::optional<Status> WaitEnd(std::chrono::milliseconds timeout = 10s) {
+    if (result_.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+    return Join();
+  }
+  // Stops the snapshotter and returns Run's status.
+  Status Finish() {
+    if (thread_.joinable()) {
+      s_.Stop();
+      thread_.join();
+      status_ = result_.get();
+    }
+    return status_;
+  }
+
+ private:
+  Status Join() {
+    if (thread_.joinable()) {
+      thread_.join();
+      status_ = result_.get();
+    }
+    return status_;
+  }
+  Snapshotter& s_;
+  std::promise<Status> done_;
+  std::future<Status> result_;
+  std::thread thread_;
+  Status status_;
+};
+
+class SnapshotterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/etcdw-snapshotter-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    temp_dir_ = root_ + "/tmp";
+    fs::create_directories(temp_dir_);
+    fs::create_directories(root_ + "/scratch");
+    StartMember();
+    auto store = NewLocalStore(root_ + "/store", "prefix");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+  }
+
+  void TearDown() override {
+    client_.reset();
+    kv_.reset();
+    if (grpc_) grpc_->Shutdown(1s);
+    if (server_) server_->Stop();
+    grpc_.reset();
+    server_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  void StartMember() {
+    auto cfg = common::ParseConfig("name: t\ndata-dir: " + root_ +
+                                       "/data\nlisten-peer-urls: http://127.0.0.1:0\n"
+                                       "listen-client-urls: http://127.0.0.1:0\n",
+                                   "test");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
+    auto s = server::EtcdServer::Open(*cfg);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_TRUE(WaitFor([&] { return server_->Published(); }));
+    auto g = server::GrpcServer::Start(*server_);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    grpc_ = std::move(g).value();
+    const std::string endpoint = "127.0.0.1:" + std::to_string(grpc_->ports().at(0));
+    auto c = EtcdClient::Connect(EtcdConnectionOptions(), "http://" + endpoint);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(c).value();
+    kv_ = etcdserverpb::KV::NewStub(
+        grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+  }
+
+  SnapshotterOptions Options() {
+    SnapshotterOptions o;
+    o.schedule = Schedule("@every 1h");  // window 24 h: a fresh full is recent enough
+    o.delta_period = 60s;
+    o.gc_period = 0s;
+    o.temp_dir = temp_dir_;
+    o.connection_timeout = 5s;
+    o.snapshot_timeout = 10s;
+    return o;
+  }
+
+  // Writes through gRPC; returns the revision of the write.
+  int64_t Put(const std::string& k, const std::string& v) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    etcdserverpb::PutRequest r;
+    r.set_key(k);
+    r.set_value(v);
+    etcdserverpb::PutResponse resp;
+    grpc::Status st = kv_->Put(&ctx, r, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.header().revision();
+  }
+  int64_t Delete(const std::string& k) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    etcdserverpb::DeleteRangeRequest r;
+    r.set_key(k);
+    etcdserverpb::DeleteRangeResponse resp;
+    grpc::Status st = kv_->DeleteRange(&ctx, r, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.deleted(), 1);
+    return resp.header().revision();
+  }
+  void Compact(int64_t rev) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    etcdserverpb::CompactionRequest r;
+    r.set_revision(rev);
+    r.set_physical(true);
+    etcdserverpb::CompactionResponse resp;
+    grpc::Status st = kv_->Compact(&ctx, r, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+
+  std::vector<SnapshotInfo> List() {
+    auto l = store_->List();
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? *l : std::vector<SnapshotInfo>();
+  }
+  std::vector<SnapshotInfo> ListKind(SnapshotKind kind) {
+    std::vector<SnapshotInfo> out;
+    for (auto& s : List()) {
+      if (s.kind == kind && !s.is_chunk) out.push_back(s);
+    }
+    return out;
+  }
+
+  // Downloads and decompresses a snapshot; returns the local path of its payload.
+  std::string FetchPayload(const SnapshotInfo& s) {
+    const std::string raw = root_ + "/scratch/" + s.snap_name + ".fetched";
+    const std::string out = root_ + "/scratch/" + s.snap_name + ".payload";
+    Status st = store_->Fetch(s, raw);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    auto c = CompressionFromSuffix(s.compression_suffix);
+    EXPECT_TRUE(c.ok());
+    st = DecompressFile(raw, out, c.ok() ? *c : Compression::kNone);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+  std::vector<DeltaEvent> DeltaEvents(const SnapshotInfo& s) {
+    auto events = ParseDelta(ReadAll(FetchPayload(s)));
+    EXPECT_TRUE(events.ok()) << events.status().ToString();
+    return events.ok() ? *events : std::vector<DeltaEvent>();
+  }
+
+  bool TempDirEmpty() { return fs::is_empty(temp_dir_); }
+
+  // An object in the store with arbitrary content (GC looks only at names).
+  void SaveFake(SnapshotKind kind, int64_t start, int64_t last,
+                std::chrono::system_clock::time_point created) {
+    SnapshotInfo s = NewSnapshot(kind, start, last, created, ".gz", false);
+    const std::string src = root_ + "/scratch/fake";
+    WriteAll(src, "fake");
+    ASSERT_TRUE(store_->Save(s, src).ok());
+  }
+
+  std::string root_;
+  std::string temp_dir_;
+  std::unique_ptr<server::EtcdServer> server_;
+  std::unique_ptr<server::GrpcServer> grpc_;
+  std::unique_ptr<EtcdClient> client_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<SnapStore> store_;
+};
+
+TEST_F(SnapshotterTest, StartupTakesFullSnapshotWhenStoreIsEmpty) {
+  Put("a", "1");
+  Put("b", "2");
+  int64_t rev = Put("c", "3");
+  Snapshotter s(*store_, *client_, Options());
+  EXPECT_FALSE(s.active());
+  EXPECT_EQ(s.TriggerFull(false).status().code(), Code::kFailedPrecondition);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+
+  auto all = List();
+  ASSERT_EQ(all.size(), 1u);
+  const SnapshotInfo& full = all[0];
+  EXPECT_EQ(full.kind, SnapshotKind::kFull);
+  EXPECT_EQ(full.start_revision, 0);
+  EXPECT_EQ(full.last_revision, rev);
+  EXPECT_FALSE(full.is_final);
+  char want[64];
+  snprintf(want, sizeof want, "^Full-00000000-%08lld-[0-9]+\\.gz$", static_cast<long long>(rev));
+  EXPECT_TRUE(std::regex_match(full.snap_name, std::regex(want))) << full.snap_name;
+  auto age = std::chrono::system_clock::now() - full.created_on;
+  EXPECT_LT(age, 60s);
+  EXPECT_GT(age, -60s);
+
+  const std::string db = FetchPayload(full);
+  EXPECT_TRUE(VerifyFullSnapshotFile(db).ok()) << VerifyFullSnapshotFile(db).ToString();
+  EXPECT_TRUE(TempDirEmpty());
+
+  EXPECT_TRUE(run.Finish().ok());
+  EXPECT_FALSE(s.active());
+  EXPECT_EQ(s.TriggerDelta().status().code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(TempDirEmpty());
+}
+
+TEST_F(SnapshotterTest, TriggeredDeltaHoldsExactlyTheWrites) {
+  Snapshotter s(*store_, *client_, Options());
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  auto fulls = ListKind(SnapshotKind::kFull);
+  ASSERT_EQ(fulls.size(), 1u);
+  const int64_t base = fulls[0].last_revision;
+
+  int64_t r1 = Put("a", "1");
+  int64_t r2 = Put("a", "2");
+  int64_t r3 = Put("b", std::string("\0\xff", 2));
+  int64_t r4 = Delete("a");
+  ASSERT_EQ(r1, base + 1);
+
+  auto d = s.TriggerDelta();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_TRUE(d->has_value());
+  const SnapshotInfo& incr = **d;
+  EXPECT_EQ(incr.kind, SnapshotKind::kIncr);
+  EXPECT_EQ(incr.start_revision, base + 1);
+  EXPECT_EQ(incr.last_revision, r4);
+  char want[64];
+  snprintf(want, sizeof want, "^Incr-%08lld-%08lld-[0-9]+\\.gz$", static_cast<long long>(base + 1),
+           static_cast<long long>(r4));
+  EXPECT_TRUE(std::regex_match(incr.snap_name, std::regex(want))) << incr.snap_name;
+
+  auto listed = ListKind(SnapshotKind::kIncr);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].snap_name, incr.snap_name);
+  auto ev = DeltaEvents(listed[0]);
+  ASSERT_EQ(ev.size(), 4u);
+
+  EXPECT_EQ(ev[0].event.type(), mvccpb::Event::PUT);
+  EXPECT_EQ(ev[0].event.kv().key(), "a");
+  EXPECT_EQ(ev[0].event.kv().value(), "1");
+  EXPECT_EQ(ev[0].event.kv().mod_revision(), r1);
+  EXPECT_EQ(ev[0].event.kv().create_revision(), r1);
+  EXPECT_EQ(ev[0].event.kv().version(), 1);
+  EXPECT_FALSE(ev[0].event.has_prev_kv());
+
+  EXPECT_EQ(ev[1].event.type(), mvccpb::Event::PUT);
+  EXPECT_EQ(ev[1].event.kv().value(), "2");
+  EXPECT_EQ(ev[1].event.kv().mod_revision(), r2);
+  EXPECT_EQ(ev[1].event.kv().create_revision(), r1);
+  EXPECT_EQ(ev[1].event.kv().version(), 2);
+  ASSERT_TRUE(ev[1].event.has_prev_kv());
+  EXPECT_EQ(ev[1].event.prev_kv().value(), "1");
+  EXPECT_EQ(ev[1].event.prev_kv().mod_revision(), r1);
+
+  EXPECT_EQ(ev[2].event.kv().key(), "b");
+  EXPECT_EQ(ev[2].event.kv().value(), std::string("\0\xff", 2));
+  EXPECT_EQ(ev[2].event.kv().mod_revision(), r3);
+
+  EXPECT_EQ(ev[3].event.type(), mvccpb::Event::DELETE);
+  EXPECT_EQ(ev[3].event.kv().key(), "a");
+  EXPECT_EQ(ev[3].event.kv().mod_revision(), r4);
+  ASSERT_TRUE(ev[3].event.has_prev_kv());
+  EXPECT_EQ(ev[3].event.prev_kv().value(), "2");
+  EXPECT_EQ(ev[3].event.prev_kv().mod_revision(), r2);
+
+  // The next delta continues where this one ended.
+  int64_t r5 = Put("c", "3");
+  auto d2 = s.TriggerDelta();
+  ASSERT_TRUE(d2.ok() && d2->has_value()) << d2.status().ToString();
+  EXPECT_EQ((*d2)->start_revision, r4 + 1);
+  EXPECT_EQ((*d2)->last_revision, r5);
+  auto ev2 = DeltaEvents(**d2);
+  ASSERT_EQ(ev2.size(), 1u);
+  EXPECT_EQ(ev2[0].event.kv().key(), "c");
+  EXPECT_TRUE(TempDirEmpty());
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, TriggeredDeltaWithoutEventsUploadsNothing) {
+  Snapshotter s(*store_, *client_, Options());
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  auto before = List();
+  auto d = s.TriggerDelta();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE(d->has_value());
+  EXPECT_EQ(List().size(), before.size());
+  EXPECT_TRUE(ListKind(SnapshotKind::kIncr).empty());
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, DeltasOffRefuseTriggeredDelta) {
+  auto o = Options();
+  o.delta_period = 500ms;
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  Put("a", "1");
+  EXPECT_EQ(s.TriggerDelta().status().code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(ListKind(SnapshotKind::kIncr).empty());
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, TriggeredFinalFullSnapshotIsNamedFinalAndNotRepeated) {
+  Snapshotter s(*store_, *client_, Options());
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  int64_t rev = Put("k", "v");
+  auto f = s.TriggerFull(true);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(f->is_final);
+  EXPECT_EQ(f->last_revision, rev);
+  EXPECT_TRUE(f->snap_name.ends_with(".gz.final")) << f->snap_name;
+  auto fulls = ListKind(SnapshotKind::kFull);
+  ASSERT_EQ(fulls.size(), 2u);
+  EXPECT_TRUE(fulls[1].is_final);
+  EXPECT_EQ(fulls[1].snap_name, f->snap_name);
+  EXPECT_TRUE(VerifyFullSnapshotFile(FetchPayload(fulls[1])).ok());
+
+  // Nothing changed since: the final snapshot is not taken again.
+  auto again = s.TriggerFull(true);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->snap_name, f->snap_name);
+  EXPECT_EQ(ListKind(SnapshotKind::kFull).size(), 2u);
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, DeltaTimerFiresByItself) {
+  auto o = Options();
+  o.delta_period = 1s;
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  const int64_t base = ListKind(SnapshotKind::kFull).at(0).last_revision;
+  int64_t rev = Put("timer", "x");
+  ASSERT_TRUE(WaitFor([&] { return !ListKind(SnapshotKind::kIncr).empty(); }, 5s));
+  auto incr = ListKind(SnapshotKind::kIncr);
+  EXPECT_EQ(incr[0].start_revision, base + 1);
+  EXPECT_EQ(incr[0].last_revision, rev);
+  auto ev = DeltaEvents(incr[0]);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].event.kv().key(), "timer");
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, MemoryLimitCutsDeltaEarly) {
+  auto o = Options();
+  o.delta_memory_limit = 2000;
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  const int64_t base = ListKind(SnapshotKind::kFull).at(0).last_revision;
+  const int kWrites = 20;
+  // About 370 bytes of JSON per event: the first ten cross the limit.
+  auto put = [&](int i) { return Put("key" + std::to_string(i), std::string(200, 'v')); };
+  for (int i = 0; i < kWrites / 2; ++i) put(i);
+  // The 60 s delta timer cannot have fired: only the memory limit cuts deltas.
+  ASSERT_TRUE(WaitFor([&] { return !ListKind(SnapshotKind::kIncr).empty(); }, 5s));
+  int64_t last = 0;
+  for (int i = kWrites / 2; i < kWrites; ++i) last = put(i);
+  auto first = ListKind(SnapshotKind::kIncr).at(0);
+  EXPECT_EQ(first.start_revision, base + 1);
+  EXPECT_LT(first.last_revision, last);
+  auto d = s.TriggerDelta();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+
+  // Together the deltas hold every write once, in order, without gaps.
+  auto incr = ListKind(SnapshotKind::kIncr);
+  ASSERT_GE(incr.size(), 2u);
+  int64_t next = base + 1;
+  int n = 0;
+  for (const auto& i : incr) {
+    EXPECT_EQ(i.start_revision, next);
+    auto ev = DeltaEvents(i);
+    ASSERT_FALSE(ev.empty());
+    for (const auto& e : ev) {
+      EXPECT_EQ(e.event.kv().mod_revision(), base + 1 + n);
+      EXPECT_EQ(e.event.kv().key(), "key" + std::to_string(n));
+      ++n;
+    }
+    EXPECT_EQ(ev.back().event.kv().mod_revision(), i.last_revision);
+    next = i.last_revision + 1;
+  }
+  EXPECT_EQ(n, kWrites);
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, EverySecondScheduleTakesNewFullSnapshots) {
+  auto o = Options();
+  o.schedule = Schedule("@every 1s");
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  Put("x", "1");
+  ASSERT_TRUE(WaitFor([&] { return ListKind(SnapshotKind::kFull).size() >= 3; }, 8s));
+  auto fulls = ListKind(SnapshotKind::kFull);
+  // Taken on schedule, after the write: the newest one covers it.
+  EXPECT_GT(fulls.back().last_revision, fulls.front().last_revision);
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, RestartWithRecentFullTakesDeltaOfEventsSince) {
+  int64_t full_rev = 0;
+  {
+    Snapshotter s(*store_, *client_, Options());
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    full_rev = ListKind(SnapshotKind::kFull).at(0).last_revision;
+    EXPECT_TRUE(run.Finish().ok());
+  }
+  int64_t r1 = Put("after", "1");
+  int64_t r2 = Delete("after");
+  {
+    Snapshotter s(*store_, *client_, Options());
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    auto fulls = ListKind(SnapshotKind::kFull);
+    ASSERT_EQ(fulls.size(), 1u);  // no new full
+    EXPECT_EQ(fulls[0].last_revision, full_rev);
+    auto incr = ListKind(SnapshotKind::kIncr);
+    ASSERT_EQ(incr.size(), 1u);
+    EXPECT_EQ(incr[0].start_revision, full_rev + 1);
+    EXPECT_EQ(incr[0].last_revision, r2);
+    auto ev = DeltaEvents(incr[0]);
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].event.kv().mod_revision(), r1);
+    EXPECT_EQ(ev[1].event.type(), mvccpb::Event::DELETE);
+    EXPECT_EQ(ev[1].event.kv().mod_revision(), r2);
+
+    // The watch goes on from there.
+    int64_t r3 = Put("later", "1");
+    auto d = s.TriggerDelta();
+    ASSERT_TRUE(d.ok() && d->has_value()) << d.status().ToString();
+    EXPECT_EQ((*d)->start_revision, r2 + 1);
+    EXPECT_EQ((*d)->last_revision, r3);
+    EXPECT_TRUE(run.Finish().ok());
+  }
+  // Nothing new since the last delta: a restart takes no snapshot at all.
+  {
+    const size_t before = List().size();
+    Snapshotter s(*store_, *client_, Options());
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    EXPECT_EQ(List().size(), before);
+    EXPECT_TRUE(run.Finish().ok());
+  }
+}
+
+TEST_F(SnapshotterTest, RestartAfterFinalFullTakesFull) {
+  {
+    Snapshotter s(*store_, *client_, Options());
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    Put("k", "v");
+    ASSERT_TRUE(s.TriggerFull(true).ok());
+    EXPECT_TRUE(run.Finish().ok());
+  }
+  int64_t rev = Put("k", "w");
+  Snapshotter s(*store_, *client_, Options());
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  auto fulls = ListKind(SnapshotKind::kFull);
+  ASSERT_EQ(fulls.size(), 3u);
+  EXPECT_FALSE(fulls.back().is_final);
+  EXPECT_EQ(fulls.back().last_revision, rev);
+  EXPECT_TRUE(ListKind(SnapshotKind::kIncr).empty());
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, RestartAfterCompactionFallsBackToFull) {
+  {
+    Snapshotter s(*store_, *client_, Options());
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    EXPECT_TRUE(run.Finish().ok());
+  }
+  Put("a", "1");
+  int64_t rev = Put("a", "2");
+  Compact(rev);  // the events since the full snapshot are gone
+  Snapshotter s(*store_, *client_, Options());
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  auto fulls = ListKind(SnapshotKind::kFull);
+  ASSERT_EQ(fulls.size(), 2u);
+  EXPECT_EQ(fulls.back().last_revision, rev);
+  EXPECT_TRUE(ListKind(SnapshotKind::kIncr).empty());
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, StopEndsRunAndIsFinal) {
+  Snapshotter s(*store_, *client_, Options());
+  {
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    EXPECT_TRUE(run.Finish().ok());
+  }
+  // A stopped snapshotter does not start again.
+  const size_t before = List().size();
+  Running again(s);
+  auto st = again.WaitEnd(5s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(st->ok());
+  EXPECT_FALSE(s.active());
+  EXPECT_EQ(List().size(), before);
+}
+
+TEST(SnapshotterVerifyTest, VerifyFullSnapshotFileChecksSizeAndTrailer) {
+  char tmpl[] = "/tmp/etcdw-verify-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::string body(4 * 512, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i * 131 + 7);
+  common::Sha256 sha;
+  sha.Update(body);
+  auto digest = sha.Final();
+  const std::string trailer(reinterpret_cast<const char*>(digest.data()), digest.size());
+
+  const std::string good = dir + "/good";
+  WriteAll(good, body + trailer);
+  EXPECT_TRUE(VerifyFullSnapshotFile(good).ok()) << VerifyFullSnapshotFile(good).ToString();
+
+  // Truncated: the size rule catches it.
+  const std::string truncated = dir + "/truncated";
+  WriteAll(truncated, (body + trailer).substr(0, body.size() + 16));
+  Status st = VerifyFullSnapshotFile(truncated);
+  EXPECT_EQ(st.code(), Code::kDataLoss);
+  EXPECT_NE(st.message().find(truncated), std::string::npos) << st.message();
+
+  // Right size, one bit flipped in the content, then in the trailer.
+  std::string flipped = body + trailer;
+  flipped[1000] ^= 0x10;
+  WriteAll(dir + "/flipped", flipped);
+  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/flipped").code(), Code::kDataLoss);
+  std::string flipped_trailer = body + trailer;
+  flipped_trailer.back() ^= 0x01;
+  WriteAll(dir + "/flipped_trailer", flipped_trailer);
+  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/flipped_trailer").code(), Code::kDataLoss);
+
+  // A valid hash but the wrong size (content not a multiple of 512).
+  std::string odd_body = body.substr(0, 1000);
+  common::Sha256 sha2;
+  sha2.Update(odd_body);
+  auto d2 = sha2.Final();
+  WriteAll(dir + "/odd", odd_body + std::string(reinterpret_cast<const char*>(d2.data()), 32));
+  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/odd").code(), Code::kDataLoss);
+
+  WriteAll(dir + "/empty", "");
+  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/empty").code(), Code::kDataLoss);
+  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/missing").code(), Code::kNotFound);
+  fs::remove_all(dir);
+}
+
+TEST_F(SnapshotterTest, SnapshotFailingVerificationIsNotUploaded) {
+  std::atomic<bool> damage{true};
+  auto o = Options();
+  o.before_verify = [&damage](const std::string& path) {
+    if (!damage.load()) return;
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(100);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x01;
+    f.seekp(100);
+    f.write(&c, 1);
+  };
+  Snapshotter s(*store_, *client_, o);
+  {
+    // The start-up full snapshot is damaged: Run fails, nothing is uploaded.
+    Running run(s);
+    auto st = run.WaitEnd(10s);
+    ASSERT_TRUE(st.has_value());
+    EXPECT_EQ(st->code(), Code::kDataLoss) << st->ToString();
+    EXPECT_TRUE(List().empty());
+    EXPECT_TRUE(TempDirEmpty());
+  }
+  damage = false;
+  {
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    ASSERT_EQ(ListKind(SnapshotKind::kFull).size(), 1u);
+    Put("k", "v");
+    damage = true;
+    auto f = s.TriggerFull(false);
+    EXPECT_EQ(f.status().code(), Code::kDataLoss) << f.status().ToString();
+    // A failed full snapshot ends the snapshotter.
+    auto st = run.WaitEnd(10s);
+    ASSERT_TRUE(st.has_value());
+    EXPECT_EQ(st->code(), Code::kDataLoss);
+    EXPECT_EQ(ListKind(SnapshotKind::kFull).size(), 1u);
+    EXPECT_TRUE(TempDirEmpty());
+  }
+  damage = false;
+  {
+    // The full snapshot failed last time: the next start takes one although the latest is
+    // recent enough for a delta.
+    Running run(s);
+    ASSERT_TRUE(run.WaitActive());
+    EXPECT_EQ(ListKind(SnapshotKind::kFull).size(), 2u);
+    EXPECT_TRUE(ListKind(SnapshotKind::kIncr).empty());
+    // A damaged delta is refused too.
+    Put("k", "w");
+    damage = true;
+    auto d = s.TriggerDelta();
+    EXPECT_EQ(d.status().code(), Code::kDataLoss) << d.status().ToString();
+    EXPECT_TRUE(ListKind(SnapshotKind::kIncr).empty());
+    auto st = run.WaitEnd(10s);
+    ASSERT_TRUE(st.has_value());
+    EXPECT_FALSE(st->ok());
+  }
+}
+
+TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
+  for (int i = 0; i < 50; ++i) Put("fill" + std::to_string(i), "x");
+  // Four old streams (a full and a delta each), older than a day: start-up takes a full.
+  auto now = std::chrono::system_clock::now();
+  for (int i = 1; i <= 4; ++i) {
+    auto created = now - std::chrono::hours(100 - i);
+    SaveFake(SnapshotKind::kFull, 0, i * 10, created);
+    SaveFake(SnapshotKind::kIncr, i * 10 + 1, i * 10 + 5, created + 1min);
+  }
+  auto o = Options();
+  o.gc.policy = GcPolicy::kLimitBased;
+  o.gc.max_backups = 2;
+  o.gc_period = 1100ms;
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  auto fulls = ListKind(SnapshotKind::kFull);
+  ASSERT_EQ(fulls.size(), 5u);
+  const std::string latest = fulls.back().snap_name;
+  EXPECT_GT(fulls.back().last_revision, 50);
+  // The newest two fulls survive (the latest and the one at 40); older streams lose their
+  // deltas; the latest stream keeps its own.
+  ASSERT_TRUE(WaitFor([&] { return List().size() == 2; }, 8s)) << List().size();
+  auto left = List();
+  EXPECT_EQ(left[0].kind, SnapshotKind::kFull);
+  EXPECT_EQ(left[0].last_revision, 40);
+  EXPECT_EQ(left[1].snap_name, latest);
+  Put("more", "1");
+  auto d = s.TriggerDelta();
+  ASSERT_TRUE(d.ok() && d->has_value());
+  // Two GC periods later the latest stream is intact.
+  std::this_thread::sleep_for(2500ms);
+  auto after = List();
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[1].snap_name, latest);
+  EXPECT_EQ(after[2].snap_name, (*d)->snap_name);
+  EXPECT_TRUE(run.Finish().ok());
+}
+
+}  // namespace
+}  // namespace etcdw::sidecar
