@@ -128,20 +128,9 @@ int Snapshot(const std::vector<std::string>& args) {
   if (!store.ok()) return Fail("opening the snapshot store failed", store.status());
   auto client = sidecar::EtcdClient::Connect(o.etcd, o.etcd.endpoints.front());
   if (!client.ok()) return Fail("connecting to etcd failed", client.status());
-  sidecar::SnapshotterOptions so;
-  so.schedule = *sidecar::CronSchedule::Parse(o.snapshotter.schedule);
-  so.delta_period = o.snapshotter.delta_period;
-  so.delta_memory_limit = o.snapshotter.delta_memory_limit;
-  so.gc_period = o.snapshotter.gc_period;
-  so.gc.policy = *sidecar::ParseGcPolicy(o.snapshotter.gc_policy);
-  so.gc.max_backups = static_cast<int>(o.snapshotter.max_backups);
-  so.gc.delta_retention =
-      std::chrono::duration_cast<std::chrono::seconds>(o.snapshotter.delta_retention);
-  so.compression = o.EffectiveCompression();
-  so.temp_dir = o.store.temp_dir;
-  so.connection_timeout = o.etcd.connection_timeout;
-  so.snapshot_timeout = o.etcd.snapshot_timeout;
-  sidecar::Snapshotter snapshotter(**store, **client, so);
+  auto so = sidecar::SnapshotterOptionsOf(o);
+  if (!so.ok()) return Fail("invalid snapshotter settings", so.status());
+  sidecar::Snapshotter snapshotter(**store, **client, *so);
   etcdw::wrapper::StopRequest stop;
   etcdw::wrapper::SignalCatcher signals(&stop, "");
   std::thread watcher([&] {

@@ -117,6 +117,8 @@ class Leadership {
   std::thread thread_;
 };
 
+}  // namespace
+
 Result<SnapshotterOptions> SnapshotterOptionsOf(const ServerOptions& o) {
   SnapshotterOptions s;
   ETCDW_ASSIGN_OR_RETURN(s.schedule, CronSchedule::Parse(o.snapshotter.schedule));
@@ -133,8 +135,6 @@ Result<SnapshotterOptions> SnapshotterOptionsOf(const ServerOptions& o) {
   s.snapshot_timeout = o.etcd.snapshot_timeout;
   return s;
 }
-
-}  // namespace
 
 Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
   std::string config_path = EtcdConfigPath();

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <utility>
 #include <vector>
@@ -97,9 +98,16 @@ Status WriteFile(const std::string& path, std::string_view data) {
 
 // Checks a delta payload file: more than the trailer, and the trailer is the SHA-256 of the
 // JSON before it. The JSON itself is ours (DeltaWriter), so it is not parsed again.
-Status VerifyDeltaFile(const std::string& path) {
+// Opens `path` and checks its SHA-256 trailer (the last 32 bytes hash everything before them).
+// `check_size` vets the file size first. `what` names the kind of file in errors.
+Status CheckSha256Trailer(const std::string& path, const std::string& what,
+                          const std::function<Status(uint64_t)>& check_size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open \"" + path + "\"", errno);
+  if (fd < 0) {
+    int err = errno;
+    return Status(err == ENOENT ? Code::kNotFound : Code::kInternal,
+                  "open " + what + " \"" + path + "\": " + std::strerror(err));
+  }
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     Status s = ErrnoError("stat \"" + path + "\"", errno);
@@ -107,10 +115,9 @@ Status VerifyDeltaFile(const std::string& path) {
     return s;
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size <= kTrailerSize) {
+  if (Status s = check_size(size); !s.ok()) {
     ::close(fd);
-    return DataLoss("delta snapshot \"" + path + "\": " + std::to_string(size) +
-                    " bytes, missing hash");
+    return s;
   }
   common::Sha256 sha;
   std::vector<char> buf(1 << 20);
@@ -128,9 +135,20 @@ Status VerifyDeltaFile(const std::string& path) {
   ETCDW_RETURN_IF_ERROR(s);
   auto digest = sha.Final();
   if (std::memcmp(digest.data(), trailer.data(), kTrailerSize) != 0) {
-    return DataLoss("delta snapshot \"" + path + "\": SHA-256 trailer does not match its content");
+    std::string want(reinterpret_cast<const char*>(digest.data()), digest.size());
+    return DataLoss(what + " \"" + path + "\": SHA-256 mismatch (trailer " +
+                    common::ToHex(std::string_view(trailer.data(), trailer.size())) + ", content " +
+                    common::ToHex(want) + ")");
   }
   return Status::Ok();
+}
+
+Status VerifyDeltaFile(const std::string& path) {
+  return CheckSha256Trailer(path, "delta snapshot", [&](uint64_t size) {
+    if (size > kTrailerSize) return Status::Ok();
+    return DataLoss("delta snapshot \"" + path + "\": " + std::to_string(size) +
+                    " bytes, missing hash");
+  });
 }
 
 // "2026-01-01T10:00:00+0100" in the local time zone, for logs.
@@ -163,46 +181,11 @@ double Hours(std::chrono::system_clock::duration d) {
 }  // namespace
 
 Status VerifyFullSnapshotFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return Status(err == ENOENT ? Code::kNotFound : Code::kInternal,
-                  "open full snapshot \"" + path + "\": " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = ErrnoError("stat \"" + path + "\"", errno);
-    ::close(fd);
-    return s;
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size % kSnapshotAlignment != kTrailerSize) {
-    ::close(fd);
+  return CheckSha256Trailer(path, "full snapshot", [&](uint64_t size) {
+    if (size % kSnapshotAlignment == kTrailerSize) return Status::Ok();
     return DataLoss("full snapshot \"" + path + "\": size " + std::to_string(size) +
                     " is not a multiple of 512 plus a 32-byte SHA-256 trailer");
-  }
-  common::Sha256 sha;
-  std::vector<char> buf(1 << 20);
-  uint64_t left = size - kTrailerSize;
-  Status s;
-  while (left > 0 && s.ok()) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-    s = ReadExactly(fd, buf.data(), n, path);
-    if (s.ok()) sha.Update(std::string_view(buf.data(), n));
-    left -= n;
-  }
-  std::array<char, kTrailerSize> trailer{};
-  if (s.ok()) s = ReadExactly(fd, trailer.data(), trailer.size(), path);
-  ::close(fd);
-  ETCDW_RETURN_IF_ERROR(s);
-  auto digest = sha.Final();
-  if (std::memcmp(digest.data(), trailer.data(), kTrailerSize) != 0) {
-    std::string want(reinterpret_cast<const char*>(digest.data()), digest.size());
-    return DataLoss("full snapshot \"" + path + "\": SHA-256 mismatch (trailer " +
-                    common::ToHex(std::string_view(trailer.data(), trailer.size())) + ", content " +
-                    common::ToHex(want) + ")");
-  }
-  return Status::Ok();
+  });
 }
 
 // All snapshot state is owned by the thread running Run() ("the loop"). Other threads talk to

@@ -8,22 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "servers.h"
+
 namespace etcdw::testing {
-
-namespace {
-
-bool Accepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
-
-}  // namespace
 
 std::string S3rver::Binary() {
   const char* env = std::getenv("ETCDW_S3RVER");
@@ -58,7 +45,7 @@ bool S3rver::Start(const std::vector<std::string>& buckets, const std::string& c
   if (!proc_.Start(argv, dir_.File("s3rver.log"), {"NODE_OPTIONS=--openssl-legacy-provider"})) {
     return false;
   }
-  return WaitFor([&] { return !proc_.Running() || Accepts(port_); }) && proc_.Running();
+  return WaitFor([&] { return !proc_.Running() || PortOpen(port_); }) && proc_.Running();
 }
 
 std::string S3rver::endpoint() const {

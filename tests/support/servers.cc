@@ -10,9 +10,6 @@
 
 namespace etcdw::testing {
 
-namespace {
-// True once something accepts TCP connections on 127.0.0.1:port. Polling the port first keeps
-// gRPC channels out of their reconnect backoff while the server is still starting.
 bool PortOpen(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -23,7 +20,6 @@ bool PortOpen(int port) {
   ::close(fd);
   return ok;
 }
-}  // namespace
 
 std::string EtcdWrapperBinary() {
   const char* env = std::getenv("ETCDW_BINARY");

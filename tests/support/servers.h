@@ -121,6 +121,10 @@ class TestCluster {
   std::vector<std::unique_ptr<Member>> members_;
 };
 
+// True once something accepts TCP connections on 127.0.0.1:port. Polling the port first keeps
+// gRPC channels out of their reconnect backoff while a server is still starting.
+bool PortOpen(int port);
+
 // Path of the etcd-wrapper binary under test.
 std::string EtcdWrapperBinary();
 // Path of the etcdbrctl binary under test.

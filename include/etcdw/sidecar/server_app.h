@@ -8,8 +8,13 @@
 
 #include "etcdw/common/status.h"
 #include "etcdw/sidecar/options.h"
+#include "etcdw/sidecar/snapshotter.h"
 
 namespace etcdw::sidecar {
+
+// The snapshotter's settings from the server flags (schedule, periods, GC, compression, temp
+// directory, timeouts). Errors name an invalid schedule or GC policy.
+Result<SnapshotterOptions> SnapshotterOptionsOf(const ServerOptions& options);
 
 // Runs until `stop` is set (returns OK) or a setup error (unreadable etcd config template,
 // store, HTTP port in use).
