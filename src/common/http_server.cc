@@ -1,8 +1,11 @@
-// HttpServer: Beast on one io_context thread. Each connection carries one request: read
-// (bounded by read_timeout, TLS handshake included), run the handler, write, close.
+// HttpServer: Beast on an io_context run by `threads` threads. Each connection carries one
+// request: read (bounded by read_timeout, TLS handshake included), run the handler, write
+// (bounded by read_timeout again), close. A connection's operations run on its own strand, so
+// they never overlap; different connections' handlers may run at the same time.
 // clang-format off
 #include <utility>  // first: Boost 1.74's asio uses std::exchange without including it
 // clang-format on
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -13,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "etcdw/common/http.h"
 #include "http_util.h"
@@ -48,12 +52,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         handler_(handler),
         opts_(opts) {}
 
+  // Starts serving the connection on its strand.
   void Run() {
     auto self = this->shared_from_this();
-    timer_.expires_after(opts_.read_timeout);
-    timer_.async_wait([self](const error_code& ec) {
-      if (!ec) self->Close();  // the caller took too long: drop the connection
-    });
+    asio::dispatch(stream_.get_executor(), [self] { self->Begin(); });
+  }
+
+ private:
+  void Begin() {
+    auto self = this->shared_from_this();
+    ArmDeadline();
     if constexpr (std::is_same_v<Stream, Tcp::socket>) {
       Read();
     } else {
@@ -64,13 +72,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
- private:
   Tcp::socket& socket() {
     if constexpr (std::is_same_v<Stream, Tcp::socket>) {
       return stream_;
     } else {
       return stream_.next_layer();
     }
+  }
+
+  // Drops the connection unless the current phase (reading the request, or writing the
+  // response) ends within read_timeout. Arming again starts a new phase: an expiry of an earlier
+  // one, even if already queued, is ignored (the handler's own time is not bounded).
+  void ArmDeadline() {
+    const uint64_t phase = ++phase_;
+    timer_.expires_after(opts_.read_timeout);
+    auto self = this->shared_from_this();
+    timer_.async_wait([self, phase](const error_code& ec) {
+      if (!ec && phase == self->phase_) self->Close();
+    });
   }
 
   void Read() {
@@ -128,6 +147,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void Write(const HttpResponse& r) {
+    ArmDeadline();
     response_.emplace(static_cast<http::status>(r.status), 11);
     for (const auto& [k, v] : r.headers) response_->set(k, v);
     response_->set(http::field::connection, "close");
@@ -151,12 +171,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void Close() {
     error_code ignored;
+    ++phase_;
     timer_.cancel();
     socket().close(ignored);
   }
 
   Stream stream_;
   asio::steady_timer timer_;
+  uint64_t phase_ = 0;  // see ArmDeadline
   asio::ip::address remote_;
   HttpServer::Handler* handler_;
   const HttpServerOptions& opts_;
@@ -193,18 +215,21 @@ class HttpServer::Impl {
     if (ec) return Unavailable(where + ": " + ec.message());
     *bound_port = acceptor_.local_endpoint().port();
     Accept();
-    thread_ = std::thread([this] { io_.run(); });
+    for (int i = 0; i < std::max(1, opts_.threads); ++i) {
+      threads_.emplace_back([this] { io_.run(); });
+    }
     return Status::Ok();
   }
 
   void Stop() {
-    if (!thread_.joinable()) return;
+    if (threads_.empty()) return;
     asio::post(io_, [this] {
       error_code ignored;
       acceptor_.close(ignored);
       io_.stop();
     });
-    thread_.join();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
   }
 
   bool tls() const { return tls_.has_value(); }
@@ -236,26 +261,29 @@ class HttpServer::Impl {
   }
 
   void Accept() {
-    acceptor_.async_accept([this](const error_code& ec, Tcp::socket socket) {
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-      if (!ec) {
-        error_code rec;
-        auto remote = socket.remote_endpoint(rec);
-        if (!rec) {
-          if (tls_) {
-            std::make_shared<Session<ssl::stream<Tcp::socket>>>(
-                ssl::stream<Tcp::socket>(std::move(socket), *tls_), remote.address(), &handler_,
-                opts_)
-                ->Run();
-          } else {
-            std::make_shared<Session<Tcp::socket>>(std::move(socket), remote.address(), &handler_,
-                                                   opts_)
-                ->Run();
-          }
-        }
-      }
-      Accept();
-    });
+    // Each connection's socket (and so its timer and handlers) gets a strand of its own.
+    acceptor_.async_accept(asio::make_strand(io_),
+                           [this](const error_code& ec, Tcp::socket socket) {
+                             if (ec == asio::error::operation_aborted || !acceptor_.is_open())
+                               return;
+                             if (!ec) {
+                               error_code rec;
+                               auto remote = socket.remote_endpoint(rec);
+                               if (!rec) {
+                                 if (tls_) {
+                                   std::make_shared<Session<ssl::stream<Tcp::socket>>>(
+                                       ssl::stream<Tcp::socket>(std::move(socket), *tls_),
+                                       remote.address(), &handler_, opts_)
+                                       ->Run();
+                                 } else {
+                                   std::make_shared<Session<Tcp::socket>>(
+                                       std::move(socket), remote.address(), &handler_, opts_)
+                                       ->Run();
+                                 }
+                               }
+                             }
+                             Accept();
+                           });
   }
 
   HttpServerOptions opts_;
@@ -265,7 +293,7 @@ class HttpServer::Impl {
   std::optional<ssl::context> tls_;
   asio::io_context io_;
   Tcp::acceptor acceptor_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,

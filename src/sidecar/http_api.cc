@@ -1,6 +1,7 @@
 #include "etcdw/sidecar/http_api.h"
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/url.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -128,7 +129,7 @@ common::HttpResponse HttpApi::Snapshot(const common::HttpRequest& req) {
     std::lock_guard<std::mutex> l(mu_);
     s = snapshotter_;
   }
-  if (s == nullptr) return Text(405, "");  // not the backup leader
+  if (s == nullptr) return Delegate(req);  // not the backup leader
   if (req.path == "/snapshot/full") {
     bool final = false;
     if (auto it = req.query.find("final"); it != req.query.end()) {
@@ -144,6 +145,51 @@ common::HttpResponse HttpApi::Snapshot(const common::HttpRequest& req) {
   if (!r.ok()) return Text(500, r.status().message() + "\n");
   if (!r->has_value()) return Json(200, nullptr);
   return Json(200, ToJson(**r));
+}
+
+// A request proxied once carries this header and is never proxied again: a sidecar that is
+// about to lead (its member is the leader, its snapshotter not yet attached) would otherwise
+// pass the request to itself.
+constexpr const char* kDelegatedHeader = "x-etcdw-delegated";
+
+common::HttpResponse HttpApi::Delegate(const common::HttpRequest& req) {
+  if (!deps_.leader_sidecar_url || req.headers.count(kDelegatedHeader) > 0) return Text(405, "");
+  auto refuse = [&](const std::string& why) {
+    log::Warn("cannot delegate the request to the backup leader",
+              {log::F("path", req.path), log::F("error", why)});
+    return Text(405, "");
+  };
+  auto base = deps_.leader_sidecar_url();
+  if (!base.ok()) return refuse(base.status().ToString());
+  auto url = common::ParseUrl(*base);
+  if (!url.ok()) return refuse(url.status().ToString());
+  common::HttpClientOptions o = deps_.leader_client;
+  o.tls = url->tls();
+  o.timeout = std::chrono::seconds(10);
+  auto health_client = common::HttpClient::Create(o);
+  if (!health_client.ok()) return refuse(health_client.status().ToString());
+  auto health = (*health_client)->Get(url->HostPort(), "/healthz");
+  if (!health.ok()) return refuse(health.status().ToString());
+  if (health->status != 200 || health->body != R"({"health":true})") {
+    return refuse(*base + "/healthz answered " + std::to_string(health->status));
+  }
+  // A snapshot taken on request may take long: the leader's own timeouts bound it.
+  o.timeout = std::chrono::hours(1);
+  auto client = common::HttpClient::Create(o);
+  if (!client.ok()) return refuse(client.status().ToString());
+  common::HttpClientRequest forward;
+  forward.host_port = url->HostPort();
+  forward.target = req.target;
+  forward.headers = {{kDelegatedHeader, "1"}};
+  auto r = (*client)->Send(forward);
+  if (!r.ok()) return refuse(r.status().ToString());
+  common::HttpResponse out;
+  out.status = r->status;
+  out.body = std::move(r->body);
+  if (auto ct = r->headers.find("Content-Type"); ct != r->headers.end()) {
+    out.headers["Content-Type"] = ct->second;
+  }
+  return out;
 }
 
 }  // namespace etcdw::sidecar

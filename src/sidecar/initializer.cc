@@ -15,28 +15,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The endpoints that reach the ready members: --service-endpoints, else --endpoints.
-std::vector<std::string> ClusterEndpoints(const ServerOptions& o) {
-  return o.etcd.service_endpoints.empty() ? o.etcd.endpoints : o.etcd.service_endpoints;
-}
-
-// The running cluster's members through the first cluster endpoint that answers.
+// The running cluster's members, through the first cluster endpoint that answers.
 Result<etcdserverpb::MemberListResponse> ListMembers(const ServerOptions& o) {
-  Status last = Unavailable("no etcd endpoint configured");
-  for (const auto& ep : ClusterEndpoints(o)) {
-    auto c = EtcdClient::Connect(o.etcd, ep);
-    if (!c.ok()) return c.status();
-    auto r = (*c)->MemberList(milliseconds(5000));
-    if (r.ok()) return r;
-    last = r.status();
-  }
-  return last;
-}
-
-Result<std::unique_ptr<EtcdClient>> ClusterClient(const ServerOptions& o) {
-  auto eps = ClusterEndpoints(o);
-  if (eps.empty()) return Unavailable("no etcd endpoint configured");
-  return EtcdClient::Connect(o.etcd, eps.front());
+  ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::ConnectToCluster(o.etcd));
+  return c->MemberList(milliseconds(5000));
 }
 
 Status RemoveDataDir(const std::string& dir) {
@@ -54,7 +36,7 @@ Status AddAsLearner(const InitializerContext& ctx) {
   Status last;
   for (int attempt = 1; attempt <= 6; ++attempt) {
     ETCDW_RETURN_IF_ERROR(RemoveDataDir(o.restoration.data_dir));
-    ETCDW_ASSIGN_OR_RETURN(auto c, ClusterClient(o));
+    ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::ConnectToCluster(o.etcd));
     auto r = c->MemberAdd(ctx.peer_urls, /*learner=*/true, milliseconds(5000));
     if (r.ok()) {
       log::Info("added this member to the cluster as a learner",
@@ -82,7 +64,7 @@ Status RemoveSelf(const InitializerContext& ctx) {
   ETCDW_ASSIGN_OR_RETURN(auto members, ListMembers(*ctx.options));
   for (const auto& m : members.members()) {
     if (m.name() != ctx.member_name) continue;
-    ETCDW_ASSIGN_OR_RETURN(auto c, ClusterClient(*ctx.options));
+    ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::ConnectToCluster(ctx.options->etcd));
     ETCDW_RETURN_IF_ERROR(c->MemberRemove(m.id(), milliseconds(30000)));
     log::Info("removed this member from the cluster", {log::Hex("member-id", m.id())});
   }

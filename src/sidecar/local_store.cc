@@ -21,6 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A temporary upload file untouched for this long belongs to an upload that crashed.
+constexpr auto kAbandonedUploadAge = std::chrono::hours(1);
+
 Status ErrnoStatus(const std::string& what, int err) {
   Code code = err == ENOENT ? Code::kNotFound : Code::kInternal;
   return Status(code, what + ": " + std::strerror(err));
@@ -144,8 +147,18 @@ class LocalStore : public SnapStore {
       std::string rel = it->path().lexically_relative(root_).generic_string();
       std::string name = it->path().filename().string();
       if (!name.empty() && name.front() == '.') {
-        // Temporary files of uploads in progress (or of crashed ones); never snapshots.
-        log::Debug("Local store: skipping temporary file", {log::F("key", rel)});
+        // Temporary files of uploads in progress (or of crashed ones); never snapshots. An
+        // upload writes its file continuously, so one untouched for an hour was abandoned by a
+        // crash: removed, or crashed uploads would fill the volume over time.
+        std::error_code time_ec;
+        auto written = fs::last_write_time(it->path(), time_ec);
+        if (!time_ec && name.find(".tmp.") != std::string::npos &&
+            fs::file_time_type::clock::now() - written > kAbandonedUploadAge) {
+          std::error_code rm_ec;
+          fs::remove(it->path(), rm_ec);
+          log::Warn("Local store: removed the temporary file of an abandoned upload",
+                    {log::F("key", rel), log::F("removed", !rm_ec)});
+        }
         continue;
       }
       keys.push_back(std::move(rel));

@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "etcdw/common/http.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/url.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/http_api.h"
@@ -34,7 +36,10 @@ bool SleepUnlessStopped(const std::atomic<bool>& stop, milliseconds d) {
 }
 
 // Writes the rendered config to $HOME/etcd.conf.yaml (0600), as gardener's sidecar does.
+// Requests are served concurrently: one writer at a time.
 void KeepRenderedConfig(const std::string& yaml) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> l(mu);
   const char* home = std::getenv("HOME");
   if (home == nullptr || *home == '\0') return;
   std::string path = std::string(home) + "/etcd.conf.yaml";
@@ -174,14 +179,10 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
   deps.store = store.get();
   deps.initialize = [&init](ValidationMode mode) { return Initialize(init, mode); };
   deps.render_config = [&o, &cfg, &member]() -> Result<std::string> {
+    // The running members, when a cluster answers (none when it is being created).
     std::optional<std::vector<EtcdConfigTemplate::Member>> cluster;
-    const auto& eps =
-        o.etcd.service_endpoints.empty() ? o.etcd.endpoints : o.etcd.service_endpoints;
-    for (int attempt = 0; attempt < 2 && !cluster && !eps.empty(); ++attempt) {
-      auto c = EtcdClient::Connect(o.etcd, eps.front());
-      if (!c.ok()) break;
-      auto r = (*c)->MemberList(milliseconds(2500));
-      if (r.ok()) {
+    if (auto c = EtcdClient::ConnectToCluster(o.etcd); c.ok()) {
+      if (auto r = (*c)->MemberList(milliseconds(2500)); r.ok()) {
         cluster.emplace();
         for (const auto& m : r->members()) cluster->push_back({m.name(), m.islearner()});
       }
@@ -190,12 +191,32 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     KeepRenderedConfig(yaml);
     return yaml;
   };
+  // Delegation: the leader's sidecar listens on our port at the host of the leader's first
+  // client URL (gardener's rule), with TLS when ours has it, verified against --cacert.
+  deps.leader_sidecar_url = [&o]() -> Result<std::string> {
+    ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::Connect(o.etcd, o.etcd.endpoints.front()));
+    ETCDW_ASSIGN_OR_RETURN(auto st, c->EndpointStatus(o.etcd.connection_timeout));
+    if (st.leader() == 0) return Unavailable("the etcd member knows no leader");
+    ETCDW_ASSIGN_OR_RETURN(auto members, c->MemberList(o.etcd.connection_timeout));
+    for (const auto& m : members.members()) {
+      if (m.id() != st.leader()) continue;
+      if (m.clienturls().empty()) return Unavailable("the leader has no client URL");
+      ETCDW_ASSIGN_OR_RETURN(common::Url u, common::ParseUrl(m.clienturls(0)));
+      u.scheme = o.http.cert_file.empty() ? "http" : "https";
+      u.port = static_cast<uint16_t>(o.http.port);
+      return u.ToString();
+    }
+    return Unavailable("the leader is not in the member list");
+  };
+  deps.leader_client.ca_file = o.etcd.ca_file;
   HttpApi api(std::move(deps));
 
   common::HttpServerOptions hs;
   hs.port = static_cast<int>(o.http.port);
   hs.cert_file = o.http.cert_file;
   hs.key_file = o.http.key_file;
+  // A snapshot taken on request may take minutes: /healthz and the rest keep answering.
+  hs.threads = 4;
   ETCDW_ASSIGN_OR_RETURN(auto http,
                          common::HttpServer::Start(
                              hs, [&api](const common::HttpRequest& r) { return api.Handle(r); }));
@@ -237,8 +258,12 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     }
     api.SetHealthy(false);
     if (st->islearner() && cluster_size > 1) {
-      // A learner's own sidecar promotes it once it has caught up (refused until then).
-      Status p = client->MemberPromote(st->header().member_id(), milliseconds(30000));
+      // A learner's own sidecar promotes it once it has caught up (refused until then),
+      // through a voting member: a learner refuses the call.
+      auto cluster = EtcdClient::ConnectToCluster(o.etcd);
+      Status p = cluster.ok()
+                     ? (*cluster)->MemberPromote(st->header().member_id(), milliseconds(30000))
+                     : cluster.status();
       if (p.ok() || p.message().find("not a learner") != std::string::npos) {
         log::Info("promoted this member to a voting member");
       } else {

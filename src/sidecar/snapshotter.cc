@@ -272,7 +272,7 @@ class Snapshotter::Impl {
   std::condition_variable cv_;
   bool stop_ = false;
   bool running_ = false;
-  bool accepting_ = false;  // triggers are queued only while the loop serves them
+  bool accepting_ = false;  // triggers are queued from the start of Run until it ends
   std::deque<std::unique_ptr<Request>> requests_;
   std::deque<WatchItem> watch_items_;
 
@@ -287,6 +287,7 @@ Status Snapshotter::Impl::Run() {
     if (running_) return FailedPrecondition("snapshotter is already running");
     if (stop_) return Status::Ok();
     running_ = true;
+    accepting_ = true;  // triggers during the start-up snapshot wait for the loop
   }
   log::Info("starting the snapshotter",
             {log::F("store", store_.Describe()), log::F("schedule", opts_.schedule.spec())});
@@ -356,7 +357,6 @@ Status Snapshotter::Impl::RunBody() {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stop_) return Status::Ok();
-    accepting_ = true;
   }
   active_->store(true);
   StartGc();
@@ -753,7 +753,7 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::Trigger(bool full, bool f
   auto done = req->done.get_future();
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!accepting_) return FailedPrecondition("snapshotter is not active");
+    if (!accepting_ || stop_) return FailedPrecondition("snapshotter is not active");
     requests_.push_back(std::move(req));
     cv_.notify_all();
   }
@@ -770,13 +770,11 @@ Status Snapshotter::Run() { return impl_->Run(); }
 void Snapshotter::Stop() { impl_->Stop(); }
 
 Result<SnapshotInfo> Snapshotter::TriggerFull(bool final) {
-  if (!active()) return FailedPrecondition("snapshotter is not active");
   ETCDW_ASSIGN_OR_RETURN(std::optional<SnapshotInfo> s, impl_->Trigger(true, final));
   return std::move(*s);
 }
 
 Result<std::optional<SnapshotInfo>> Snapshotter::TriggerDelta() {
-  if (!active()) return FailedPrecondition("snapshotter is not active");
   return impl_->Trigger(false, false);
 }
 

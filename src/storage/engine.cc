@@ -185,7 +185,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
   dbo.paranoid_checks = true;
   dbo.max_background_jobs = 2;
   dbo.bytes_per_sync = 1 << 20;
-  dbo.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // A damaged WAL record fails the open: point-in-time recovery would silently drop it and
+  // every later (acknowledged, synced) write. Only an incomplete record at the very end, a
+  // write torn by a crash before it was acknowledged, is dropped.
+  dbo.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   dbo.keep_log_file_num = 3;
   dbo.max_manifest_file_size = 64 << 20;
   dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;

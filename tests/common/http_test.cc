@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -115,6 +116,31 @@ TEST(HttpTest, PlainGetAndPostReachTheHandlerWithPathAndQuery) {
   auto m = client->Get(Local((*server)->port()), "/missing");
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->status, 404);
+}
+
+TEST(HttpTest, ASlowHandlerHoldsOnlyItsOwnThreadAndStillAnswersAfterTheReadTimeout) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  HttpServerOptions o{.host = "127.0.0.1", .read_timeout = 300ms, .threads = 2};
+  auto server = HttpServer::Start(o, [&](const HttpRequest& r) {
+    if (r.path == "/slow") released.wait_for(10s);
+    return HttpResponse{.body = r.path};
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string addr = Local((*server)->port());
+  auto slow = std::async(std::launch::async, [&] { return PlainClient(20s)->Get(addr, "/slow"); });
+  std::this_thread::sleep_for(100ms);  // /slow is in its handler
+  auto fast = PlainClient()->Get(addr, "/fast");
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_EQ(fast->body, "/fast");
+  EXPECT_EQ(slow.wait_for(0s), std::future_status::timeout) << "/slow did not wait";
+  // The handler outlasts the read timeout: its answer is still written.
+  std::this_thread::sleep_for(600ms);
+  release.set_value();
+  auto r = slow.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "/slow");
 }
 
 TEST(HttpTest, EmptyHostDialsTheLocalMachine) {

@@ -385,7 +385,9 @@ TEST_F(MaintenanceDiffTest, SnapshotStreamMatchesEtcdInShape) {
       EXPECT_FALSE(r.has_header()) << m->label() << ": etcd sends no headers in snapshots";
       EXPECT_LE(r.blob().size(), 32u * 1024) << m->label();
       data += r.blob();
-      if (i + 2 < msgs.size()) EXPECT_GT(r.remaining_bytes(), 0u) << m->label() << " #" << i;
+      if (i + 2 < msgs.size()) {
+        EXPECT_GT(r.remaining_bytes(), 0u) << m->label() << " #" << i;
+      }
     }
     // remaining_bytes counts the data still to come, not the checksum.
     uint64_t sent = 0;

@@ -245,11 +245,15 @@ TEST_F(DiffTest, WatchCatchUpBatchesLikeEtcd) {
   WatchPair w(etcd(), ours());
   w.Send(CreateWatch("x", "", 1));
   auto rs = w.NextN(2, "x from 1: one response across 1100 other revisions");
-  if (rs.size() == 2) EXPECT_EQ(rs[1].events_size(), 2);
+  if (rs.size() == 2) {
+    EXPECT_EQ(rs[1].events_size(), 2);
+  }
   w.ExpectNothingPending("x");
   w.Send(CreateWatch(kZero, kZero, 1));
   rs = w.NextN(3, "everything from 1: 1000 revisions, then the rest");
-  if (rs.size() == 3) EXPECT_EQ(rs[1].events_size(), 1 + 999 * 2);
+  if (rs.size() == 3) {
+    EXPECT_EQ(rs[1].events_size(), 1 + 999 * 2);
+  }
   w.ExpectNothingPending("everything");
   w.Send(CreateWatch("p/", "p0", 500));
   w.NextN(2, "p/ from 500");

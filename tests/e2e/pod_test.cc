@@ -1,7 +1,7 @@
-// The etcd pod end to end: the real `etcdbrctl server` (Local snapshot store) and the real
-// `etcd-wrapper start-etcd` bootstrapped by it. Keys are written, backed up in a full and a
-// delta snapshot, the data directory is lost or damaged after a kill -9, and the restarted
-// wrapper must serve exactly the backed-up data again.
+// The etcd pod end to end: the real `etcdbrctl server` (Local snapshot store, or S3 on an
+// s3rver) and the real `etcd-wrapper start-etcd` bootstrapped by it. Keys are written, backed up
+// in a full and a delta snapshot, the data directory is lost or damaged after a kill -9, and the
+// restarted wrapper must serve exactly the backed-up data again.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -9,6 +9,7 @@
 
 #include "e2e_util.h"
 #include "etcdw/common/http.h"
+#include "s3rver.h"
 
 namespace etcdw::testing {
 namespace {
@@ -16,25 +17,48 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
+// The ports of one pod: its sidecar's API, the wrapper's /readyz, etcd's client and peer ports.
+struct PodPorts {
+  int sidecar = FreePort(), wrapper = FreePort(), client = FreePort(), peer = FreePort();
+  std::string ClientUrl() const { return "http://127.0.0.1:" + std::to_string(client); }
+  std::string PeerUrl() const { return "http://127.0.0.1:" + std::to_string(peer); }
+};
+
 class Pod {
  public:
-  Pod()
-      : sidecar_port_(FreePort()),
-        wrapper_port_(FreePort()),
-        client_port_(FreePort()),
-        peer_port_(FreePort()) {
+  // A one-member cluster. Backups go to a Local store under $HOME, or to the bucket
+  // "etcd-backups" of `s3`.
+  explicit Pod(const S3rver* s3 = nullptr) : Pod(0, {PodPorts()}, s3) {}
+  // Member `index` (etcd-main-<index>) of the cluster whose pods have `cluster`'s ports.
+  Pod(size_t index, const std::vector<PodPorts>& cluster, const S3rver* s3 = nullptr)
+      : s3_(s3),
+        name_("etcd-main-" + std::to_string(index)),
+        sidecar_port_(cluster[index].sidecar),
+        wrapper_port_(cluster[index].wrapper),
+        client_port_(cluster[index].client),
+        peer_port_(cluster[index].peer) {
     fs::create_directories(dir_.File("home"));
     fs::create_directories(dir_.File("data"));
-    std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
-    std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
     // The template as etcd-druid writes it: URL keys are maps from member name to URLs.
+    std::string clients, peers, initial;
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      const std::string n = "etcd-main-" + std::to_string(i);
+      clients += "  " + n + ":\n  - " + cluster[i].ClientUrl() + "\n";
+      peers += "  " + n + ":\n  - " + cluster[i].PeerUrl() + "\n";
+      initial += (i ? "," : "") + n + "=" + cluster[i].PeerUrl();
+      service_endpoints_ += (i ? "," : "") + cluster[i].ClientUrl();
+    }
     WriteFile(dir_.File("etcd.conf.yaml"),
-              "name: etcd-main\ndata-dir: " + DataDir() + "\nlisten-client-urls: " + client +
-                  "\nadvertise-client-urls:\n  etcd-main-0:\n  - " + client +
-                  "\nlisten-peer-urls: " + peer +
-                  "\ninitial-advertise-peer-urls:\n  etcd-main-0:\n  - " + peer +
-                  "\ninitial-cluster: etcd-main-0=" + peer +
+              "name: etcd-main\ndata-dir: " + DataDir() + "\nlisten-client-urls: " +
+                  cluster[index].ClientUrl() + "\nadvertise-client-urls:\n" + clients +
+                  "listen-peer-urls: " + cluster[index].PeerUrl() +
+                  "\ninitial-advertise-peer-urls:\n" + peers + "initial-cluster: " + initial +
                   "\ninitial-cluster-state: new\ninitial-cluster-token: etcd-cluster\n");
+    if (s3_) {
+      WriteFile(dir_.File("s3.json"), R"({"accessKeyID": "S3RVER", "secretAccessKey": "S3RVER",
+          "region": "us-east-1", "endpoint": ")" +
+                                          s3_->endpoint() + R"("})");
+    }
   }
   ~Pod() {
     wrapper_.Kill();
@@ -46,8 +70,10 @@ class Pod {
   std::string Backups() const { return dir_.File("home/backups/etcd-main/v2"); }
 
   std::vector<std::string> Env() const {
-    return {"HOME=" + dir_.File("home"), "ETCD_CONF=" + dir_.File("etcd.conf.yaml"),
-            "POD_NAME=etcd-main-0", "POD_NAMESPACE=shoot--test", "STORAGE_CONTAINER"};
+    return {
+        "HOME=" + dir_.File("home"), "ETCD_CONF=" + dir_.File("etcd.conf.yaml"),
+        "POD_NAME=" + name_,         "POD_NAMESPACE=shoot--test",
+        "STORAGE_CONTAINER",         "AWS_APPLICATION_CREDENTIALS_JSON=" + dir_.File("s3.json")};
   }
 
   bool StartSidecar() {
@@ -56,11 +82,12 @@ class Pod {
         "server",
         "--server-port=" + std::to_string(sidecar_port_),
         "--endpoints=http://" + Endpoint(),
+        "--service-endpoints=" + service_endpoints_,
         "--data-dir=" + DataDir(),
         "--restoration-temp-snapshots-dir=" + dir_.File("data/restoration.tmp"),
         "--snapstore-temp-directory=" + dir_.File("data/temp"),
-        "--storage-provider=Local",
-        "--store-container=backups",
+        s3_ ? "--storage-provider=S3" : "--storage-provider=Local",
+        s3_ ? "--store-container=etcd-backups" : "--store-container=backups",
         "--store-prefix=etcd-main",
         "--schedule=0 0 1 1 *",
         "--delta-snapshot-period=1h",
@@ -127,6 +154,9 @@ class Pod {
   static std::string Tail(const std::string& s) {
     return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
   }
+  const S3rver* s3_;
+  std::string name_;
+  std::string service_endpoints_;  // every member's client URL (a Kubernetes service's role)
   TempDir dir_;
   int sidecar_port_, wrapper_port_, client_port_, peer_port_;
   Process sidecar_, wrapper_;
@@ -199,8 +229,8 @@ Dump WriteAndBackUp(Pod& pod) {
   return before;
 }
 
-TEST(PodTest, RestoresALostDataDirectoryFromFullAndDeltaSnapshots) {
-  Pod pod;
+// kill -9, the data directory deleted, restart: the backup is restored exactly.
+void CheckRestoresALostDataDirectory(Pod& pod) {
   Dump before = WriteAndBackUp(pod);
   ASSERT_FALSE(before.kvs.empty());
   EXPECT_EQ(std::count_if(before.kvs.begin(), before.kvs.end(),
@@ -219,13 +249,32 @@ TEST(PodTest, RestoresALostDataDirectoryFromFullAndDeltaSnapshots) {
   EXPECT_EQ(ParseJson(put.out)["header"]["revision"].get<int64_t>(), before.revision + 1);
 }
 
-TEST(PodTest, RestoresADamagedDataDirectoryAfterACrash) {
+TEST(PodTest, RestoresALostDataDirectoryFromFullAndDeltaSnapshots) {
   Pod pod;
-  Dump before = WriteAndBackUp(pod);
-  pod.wrapper().Kill();  // kill -9: the next start asks for full validation
-  // Damage every table and log file of the store: the full check must notice.
+  CheckRestoresALostDataDirectory(pod);
+}
+
+TEST(PodTest, RestoresALostDataDirectoryFromTheS3Store) {
+  S3rver s3;
+  ASSERT_TRUE(s3.Start({"etcd-backups"})) << s3.log();
+  Pod pod(&s3);
+  CheckRestoresALostDataDirectory(pod);
+  // The objects are gardener's, in the bucket under the prefix.
+  int fulls = 0, deltas = 0;
+  for (const auto& e : fs::recursive_directory_iterator(s3.data_dir() + "/etcd-backups")) {
+    const std::string p = e.path().string();
+    if (p.find("etcd-main/v2/Full-") != std::string::npos) ++fulls;
+    if (p.find("etcd-main/v2/Incr-") != std::string::npos) ++deltas;
+  }
+  EXPECT_GE(fulls, 1) << pod.Logs();
+  EXPECT_GE(deltas, 1) << pod.Logs();
+}
+
+// Flips bytes all over every table and log file of the store in `data_dir`; returns how many
+// files it damaged. The full check must notice.
+int DamageStore(const std::string& data_dir) {
   int damaged = 0;
-  for (const auto& e : fs::recursive_directory_iterator(pod.DataDir())) {
+  for (const auto& e : fs::recursive_directory_iterator(data_dir)) {
     std::string ext = e.path().extension().string();
     if (e.is_regular_file() && (ext == ".sst" || ext == ".log") && fs::file_size(e.path()) > 64) {
       std::string data = ReadFileOrEmpty(e.path().string());
@@ -234,18 +283,84 @@ TEST(PodTest, RestoresADamagedDataDirectoryAfterACrash) {
       ++damaged;
     }
   }
-  ASSERT_GT(damaged, 0);
+  return damaged;
+}
+
+TEST(PodTest, RestoresADamagedDataDirectoryAfterACrash) {
+  Pod pod;
+  Dump before = WriteAndBackUp(pod);
+  pod.wrapper().Kill();  // kill -9: the next start asks for full validation
+  ASSERT_GT(DamageStore(pod.DataDir()), 0);
   ASSERT_TRUE(pod.StartWrapper());
   ASSERT_TRUE(pod.WaitReady()) << pod.Logs();
-  // Damage in table files is found by the checksum check (DataDirectoryCorrupt). Damage in the
-  // write-ahead log makes RocksDB's point-in-time recovery drop the records after it, so the store
-  // opens behind the backup (RevisionConsistencyError). Either way it must not be served.
-  std::string log = pod.SidecarLog();
-  EXPECT_TRUE(Contains(log, "\"status\":\"DataDirectoryCorrupt\"") ||
-              Contains(log, "\"status\":\"RevisionConsistencyError\""))
-      << pod.Logs();
+  // Damage in table files fails their checksums, damage in the write-ahead log fails the open:
+  // either way the full check reports the directory corrupt, and it is never served.
+  EXPECT_TRUE(Contains(pod.SidecarLog(), "\"status\":\"DataDirectoryCorrupt\"")) << pod.Logs();
   EXPECT_TRUE(Contains(pod.SidecarLog(), "restoring the data directory from the backup"));
   EXPECT_EQ(DumpAll(pod.Endpoint()), before) << pod.Logs();
+}
+
+// The member list as "name:learner" entries, through `endpoint`.
+std::vector<std::string> MemberNames(const std::string& endpoint) {
+  std::vector<std::string> out;
+  CmdResult r = Etcdctl(endpoint, {"member", "list", "-w", "json"});
+  if (r.rc != 0) return out;
+  nlohmann::json j = ParseJson(r.out);
+  for (const auto& m : j.value("members", nlohmann::json::array())) {
+    out.push_back(m.value("name", "") + (m.value("isLearner", false) ? ":learner" : ":voter"));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Three pods. A follower crashes and its store is damaged: its sidecar removes it from the
+// cluster, wipes it and adds it back as a learner (no restore from backups in a cluster); the
+// wrapper joins as a learner, catches up from the peers, and its sidecar promotes it.
+TEST(PodTest, ADamagedMemberOfAClusterResynchronisesFromItsPeers) {
+  std::vector<PodPorts> ports(3);
+  std::vector<std::unique_ptr<Pod>> pods;
+  for (size_t i = 0; i < ports.size(); ++i) pods.push_back(std::make_unique<Pod>(i, ports));
+  for (auto& p : pods) ASSERT_TRUE(p->StartSidecar());
+  for (auto& p : pods) ASSERT_TRUE(p->StartWrapper());
+  for (auto& p : pods) ASSERT_TRUE(p->WaitReady()) << p->Logs();
+  const std::vector<std::string> voters = {"etcd-main-0:voter", "etcd-main-1:voter",
+                                           "etcd-main-2:voter"};
+  EXPECT_EQ(MemberNames(pods[0]->Endpoint()), voters);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(Etcdctl(pods[0]->Endpoint(), {"put", "key-" + std::to_string(i), "v"}).rc, 0);
+  }
+  // A member whose sidecar does not lead the backups.
+  Pod* victim = nullptr;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int leaders = 0;
+        Pod* follower = nullptr;
+        for (auto& p : pods) {
+          auto h = p->Sidecar("/healthz");
+          if (h.ok() && h->status == 200) ++leaders;
+          if (h.ok() && h->status == 503) follower = p.get();
+        }
+        victim = follower;
+        return leaders == 1 && follower != nullptr;
+      },
+      30s));
+  victim->wrapper().Kill();
+  ASSERT_GT(DamageStore(victim->DataDir()), 0);
+  const std::string survivor = pods[0].get() == victim ? pods[1]->Endpoint() : pods[0]->Endpoint();
+  ASSERT_EQ(Etcdctl(survivor, {"put", "while-down", "x"}).rc, 0);
+  ASSERT_TRUE(victim->StartWrapper());
+  // Promoted by its sidecar once caught up (a learner is not ready: it refuses linearizable
+  // reads, as etcd's do); then ready, serving every key.
+  EXPECT_TRUE(WaitFor([&] { return MemberNames(survivor) == voters; }, 90s)) << victim->Logs();
+  ASSERT_TRUE(victim->WaitReady(30s)) << victim->Logs();
+  const std::string log = victim->SidecarLog();
+  EXPECT_TRUE(Contains(log, "resynchronising from peers")) << victim->Logs();
+  EXPECT_TRUE(Contains(log, "added this member to the cluster as a learner")) << victim->Logs();
+  EXPECT_TRUE(Contains(log, "promoted this member to a voting member")) << victim->Logs();
+  Dump expected = DumpAll(survivor);
+  EXPECT_EQ(expected.kvs.size(), 21u);
+  EXPECT_TRUE(WaitFor([&] { return DumpAll(victim->Endpoint()).kvs == expected.kvs; }, 20s))
+      << victim->Logs();
 }
 
 TEST(PodTest, ServesGardenersHttpApi) {
@@ -285,6 +400,98 @@ TEST(PodTest, ServesGardenersHttpApi) {
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(latest->status, 200);
   EXPECT_EQ(latest->body, R"({"deltaSnapshots":null,"fullSnapshot":null})");
+}
+
+// A gzip file's content, decompressed by the gzip command.
+std::string Gunzip(const std::string& path) {
+  std::string out, err;
+  int rc = RunCommandSplit({"gzip", "-dc", path}, &out, &err);
+  EXPECT_EQ(rc, 0) << path << ": " << err;
+  return out;
+}
+
+// The sidecar reaches etcd only through the v3 client API, so it backs up a plain etcd 3.4
+// member too: /healthz, the start-up full snapshot (etcd's own bbolt file, checked by etcdctl),
+// triggered full and delta snapshots with the events written.
+TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34Member) {
+  Member etcd(Member::Kind::kEtcd, "etcd-main-0");
+  ASSERT_TRUE(etcd.Start()) << etcd.log();
+  TempDir dir;
+  fs::create_directories(dir.File("home"));
+  // The config template as etcd-druid writes it, describing the etcd member.
+  WriteFile(dir.File("etcd.conf.yaml"),
+            "name: etcd-main-0\ndata-dir: " + etcd.data_dir() +
+                "\ninitial-cluster: etcd-main-0=" + etcd.peer_url() +
+                "\ninitial-advertise-peer-urls:\n  etcd-main-0:\n  - " + etcd.peer_url() +
+                "\nadvertise-client-urls:\n  etcd-main-0:\n  - " + etcd.url() + "\n");
+  const int port = FreePort();
+  Process sidecar;
+  ASSERT_TRUE(sidecar.Start(
+      {EtcdbrctlBinary(), "server", "--server-port=" + std::to_string(port),
+       "--endpoints=" + etcd.url(), "--data-dir=" + etcd.data_dir(),
+       "--snapstore-temp-directory=" + dir.File("temp"), "--storage-provider=Local",
+       "--store-container=backups", "--store-prefix=etcd-main", "--schedule=0 0 1 1 *",
+       "--delta-snapshot-period=1h", "--garbage-collection-period=0s", "--reelection-period=2s",
+       "--use-etcd-wrapper=false"},
+      dir.File("sidecar.log"),
+      {"HOME=" + dir.File("home"), "ETCD_CONF=" + dir.File("etcd.conf.yaml"),
+       "POD_NAME=etcd-main-0", "STORAGE_CONTAINER"}));
+  auto get = [&](const std::string& target) {
+    common::HttpClientOptions o;
+    o.timeout = 60s;
+    auto c = common::HttpClient::Create(o);
+    EXPECT_TRUE(c.ok());
+    return (*c)->Get("127.0.0.1:" + std::to_string(port), target);
+  };
+  const std::string log = dir.File("sidecar.log");
+  // Backup leader of the one-member cluster, with its start-up full snapshot.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto h = get("/healthz");
+        if (!h.ok() || h->status != 200 || h->body != R"({"health":true})") return false;
+        auto l = get("/snapshot/latest");
+        return l.ok() && l->body.find("\"fullSnapshot\":null") == std::string::npos;
+      },
+      40s))
+      << ReadFileOrEmpty(log);
+
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Etcdctl(etcd, {"put", "k" + std::to_string(i), "v"}).rc, 0);
+  }
+  auto full = get("/snapshot/full");
+  ASSERT_TRUE(full.ok() && full->status == 200) << ReadFileOrEmpty(log);
+  nlohmann::json fj = ParseJson(full->body);
+  const int64_t full_rev = fj["lastRevision"].get<int64_t>();
+  EXPECT_EQ(fj["kind"], "Full");
+  EXPECT_EQ(full_rev, 6);  // etcd starts at revision 1; five puts
+  // The stored object (its name ends in .gz: gzip is the default) is etcd's snapshot as etcd sent
+  // it: etcdctl reads it.
+  const std::string db = dir.File("full.db");
+  WriteFile(db, Gunzip(dir.File("home/backups/etcd-main/v2/") + fj["snapName"].get<std::string>()));
+  CmdResult status;
+  status.rc = RunCommandSplit({"etcdctl", "snapshot", "status", db, "-w", "json"}, &status.out,
+                              &status.err, 30s);
+  ASSERT_EQ(status.rc, 0) << status.Describe();
+  nlohmann::json sj = ParseJson(status.out);
+  EXPECT_EQ(sj["revision"].get<int64_t>(), full_rev);
+
+  ASSERT_EQ(Etcdctl(etcd, {"put", "k1", "changed"}).rc, 0);
+  ASSERT_EQ(Etcdctl(etcd, {"del", "k2"}).rc, 0);
+  auto delta = get("/snapshot/delta");
+  ASSERT_TRUE(delta.ok() && delta->status == 200) << ReadFileOrEmpty(log);
+  nlohmann::json dj = ParseJson(delta->body);
+  EXPECT_EQ(dj["kind"], "Incr");
+  EXPECT_EQ(dj["startRevision"].get<int64_t>(), full_rev + 1);
+  EXPECT_EQ(dj["lastRevision"].get<int64_t>(), full_rev + 2);
+  // The delta holds the two events, in gardener's JSON with its SHA-256 trailer.
+  std::string events =
+      Gunzip(dir.File("home/backups/etcd-main/v2/") + dj["snapName"].get<std::string>());
+  ASSERT_GT(events.size(), 32u);
+  nlohmann::json ej = ParseJson(events.substr(0, events.size() - 32));
+  ASSERT_EQ(ej.size(), 2u) << events;
+  EXPECT_EQ(ej[0]["etcdEvent"]["kv"]["mod_revision"].get<int64_t>(), full_rev + 1);
+  EXPECT_EQ(ej[1]["etcdEvent"]["type"], 1);  // DELETE
+  sidecar.Kill();
 }
 
 }  // namespace

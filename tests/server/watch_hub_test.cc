@@ -156,7 +156,9 @@ TEST_F(WatchHubTest, CreatedThenEventsInOrderWithFilters) {
     } else {
       w1.push_back(ev.kv().mod_revision());
       EXPECT_EQ(ev.type(), mvccpb::Event::PUT);
-      if (ev.kv().version() == 2) EXPECT_EQ(ev.prev_kv().value(), "1");
+      if (ev.kv().version() == 2) {
+        EXPECT_EQ(ev.prev_kv().value(), "1");
+      }
     }
   }
   EXPECT_EQ(w0, (std::vector<int64_t>{2, 4, 5}));

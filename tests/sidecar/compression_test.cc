@@ -138,7 +138,9 @@ TEST_F(CompressionTest, RoundTripsEveryKind) {
       ASSERT_TRUE(s.ok()) << CompressionSuffix(c) << " " << in.size() << ": " << s.ToString();
       EXPECT_TRUE(out == in) << CompressionSuffix(c) << " size " << in.size() << " came back as "
                              << out.size() << " bytes";
-      if (in.size() > 1000000 && c != Compression::kNone) EXPECT_LT(packed.size(), in.size());
+      if (in.size() > 1000000 && c != Compression::kNone) {
+        EXPECT_LT(packed.size(), in.size());
+      }
     }
   }
 }

@@ -213,6 +213,28 @@ TEST_F(LocalStoreTest, ListsV1AndV2TogetherSkippingGarbage) {
   EXPECT_TRUE(list->empty());
 }
 
+TEST_F(LocalStoreTest, ListingRemovesTheTemporaryFilesOfAbandonedUploadsOnly) {
+  auto store = Open("etcd-main");
+  ASSERT_NE(store, nullptr);
+  const std::string base = root_ + "/etcd-main/v2/";
+  const std::string abandoned = base + ".Full-00000000-00000500-1600000100.tmp.Ab12Cd";
+  const std::string in_progress = base + ".Full-00000000-00000600-1600000200.tmp.Ef34Gh";
+  const std::string hidden = base + ".keep";  // not an upload's file
+  Touch(abandoned);
+  Touch(in_progress);
+  Touch(hidden);
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(abandoned, old);
+  fs::last_write_time(hidden, old);
+  fs::last_write_time(in_progress, fs::file_time_type::clock::now() - std::chrono::minutes(50));
+  Result<std::vector<SnapshotInfo>> list = store->List();
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_TRUE(list->empty());
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(in_progress));
+  EXPECT_TRUE(fs::exists(hidden));
+}
+
 TEST_F(LocalStoreTest, EmptyPrefixListsTheWholeContainer) {
   auto store = Open("");
   ASSERT_NE(store, nullptr);

@@ -21,6 +21,7 @@
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
 #include "etcdw/sidecar/local_store.h"
+#include "etcdw/sidecar/restorer.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -276,6 +277,31 @@ TEST_F(SnapshotterTest, StartupTakesFullSnapshotWhenStoreIsEmpty) {
   EXPECT_FALSE(s.active());
   EXPECT_EQ(s.TriggerDelta().status().code(), Code::kFailedPrecondition);
   EXPECT_TRUE(TempDirEmpty());
+}
+
+TEST_F(SnapshotterTest, ATriggerDuringTheStartupSnapshotIsServedAfterIt) {
+  Put("a", "1");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> verified{0};
+  auto o = Options();
+  o.before_verify = [&](const std::string&) {
+    if (verified++ == 0) released.wait_for(10s);  // holds the start-up snapshot
+  };
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(WaitFor([&] { return verified.load() == 1; }));
+  EXPECT_FALSE(s.active());
+  auto triggered = std::async(std::launch::async, [&] { return s.TriggerFull(false); });
+  EXPECT_EQ(triggered.wait_for(300ms), std::future_status::timeout) << "answered before start-up";
+  const int64_t rev = Put("b", "2");
+  release.set_value();
+  auto f = triggered.get();
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->kind, SnapshotKind::kFull);
+  EXPECT_EQ(f->last_revision, rev);
+  EXPECT_EQ(ListKind(SnapshotKind::kFull).size(), 2u);  // the start-up one, then the triggered
+  EXPECT_TRUE(run.Finish().ok());
 }
 
 TEST_F(SnapshotterTest, TriggeredDeltaHoldsExactlyTheWrites) {
@@ -721,6 +747,88 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
   EXPECT_EQ(after[1].snap_name, latest);
   EXPECT_EQ(after[2].snap_name, (*d)->snap_name);
   EXPECT_TRUE(run.Finish().ok());
+}
+
+// Backups written by the snapshotter, restored by the restorer (the sidecar's restore path
+// without processes): a full snapshot, then a delta of puts, overwrites and deletes.
+class RestoreTest : public SnapshotterTest {
+ protected:
+  // Takes the start-up full snapshot and one delta; returns the latest set.
+  LatestSet BackUp() {
+    Snapshotter s(*store_, *client_, Options());
+    Running run(s);
+    EXPECT_TRUE(run.WaitActive());
+    for (int i = 0; i < 10; ++i) Put("k" + std::to_string(i), "v" + std::to_string(i));
+    Put("k3", "changed");
+    Delete("k4");
+    auto d = s.TriggerDelta();
+    EXPECT_TRUE(d.ok() && d->has_value()) << d.status().ToString();
+    EXPECT_TRUE(run.Finish().ok());
+    std::vector<SnapshotInfo> all = List();
+    SortSnapshots(all);
+    return FindLatestSet(all);
+  }
+  RestoreOptions RestoreOpts() {
+    RestoreOptions o;
+    o.target.name = "t";
+    o.target.initial_cluster = "t=http://127.0.0.1:2380";
+    o.target.initial_advertise_peer_urls = {"http://127.0.0.1:2380"};
+    o.temp_dir = root_ + "/restore.tmp";
+    return o;
+  }
+  // The stored object of `s` in the Local store.
+  std::string ObjectPath(const SnapshotInfo& s) {
+    for (const auto& e : fs::recursive_directory_iterator(root_ + "/store")) {
+      if (e.path().filename() == s.snap_name) return e.path().string();
+    }
+    ADD_FAILURE() << "no object " << s.snap_name;
+    return "";
+  }
+  static void FlipByte(const std::string& path, size_t at) {
+    std::string data = ReadAll(path);
+    ASSERT_LT(at, data.size());
+    data[at] = static_cast<char>(data[at] ^ 0x04);
+    WriteAll(path, data);
+  }
+};
+
+TEST_F(RestoreTest, FullAndDeltaRebuildTheBackedUpRevision) {
+  LatestSet set = BackUp();
+  ASSERT_TRUE(set.full.has_value());
+  ASSERT_EQ(set.deltas.size(), 1u);
+  const std::string dir = root_ + "/restored";
+  Status st = RestoreFromBackup(*store_, set, dir, RestoreOpts());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  server::DataDirCheck check = server::CheckDataDir(dir, /*full=*/true);
+  EXPECT_EQ(check.state, server::DataDirState::kValid) << check.detail;
+  EXPECT_EQ(check.revision, set.LastRevision());
+  EXPECT_FALSE(fs::exists(dir + ".part"));
+  EXPECT_FALSE(fs::exists(root_ + "/restore.tmp")) << "downloads left behind";
+}
+
+TEST_F(RestoreTest, ADamagedObjectFailsTheRestoreNamingItAndKeepsTheDataDirectory) {
+  LatestSet set = BackUp();
+  ASSERT_TRUE(set.full.has_value());
+  ASSERT_EQ(set.deltas.size(), 1u);
+  const std::string dir = root_ + "/existing";
+  fs::create_directories(dir);
+  WriteAll(dir + "/marker", "kept");
+  for (const SnapshotInfo* damaged : {&*set.full, &set.deltas[0]}) {
+    SCOPED_TRACE(damaged->snap_name);
+    const std::string object = ObjectPath(*damaged);
+    const std::string original = ReadAll(object);
+    FlipByte(object, original.size() / 2);
+    Status st = RestoreFromBackup(*store_, set, dir, RestoreOpts());
+    EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
+    EXPECT_NE(st.ToString().find(damaged->snap_name), std::string::npos) << st.ToString();
+    EXPECT_EQ(ReadAll(dir + "/marker"), "kept");
+    EXPECT_FALSE(fs::exists(dir + ".part"));
+    WriteAll(object, original);
+  }
+  // Undamaged again: the same call succeeds.
+  Status st = RestoreFromBackup(*store_, set, dir, RestoreOpts());
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_FALSE(fs::exists(dir + "/marker"));
 }
 
 }  // namespace

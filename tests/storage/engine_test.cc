@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -595,6 +597,69 @@ TEST(EngineTest, PersistsAcrossReopen) {
   auto again = Engine::Open(path, {});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(Get(**again, Column::kKeys, MakeVersionedKey("k", 3)), "k3");
+}
+
+// Writes `count` synced records of 1 KiB into a new store at `path` and closes it without a
+// flush, so they live only in the write-ahead log; returns that log's path.
+std::string StoreWithRecordsOnlyInTheWal(const std::string& path, int count) {
+  {
+    auto e = Engine::Open(path, {});
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    if (!e.ok()) return "";
+    for (int i = 0; i < count; ++i) {
+      Batch b(**e);
+      b.Put(Column::kRaftLog, EncodeFixed64BE(i),
+            std::string(1024, static_cast<char>('a' + i % 26)));
+      EXPECT_TRUE((*e)->Write(b, /*sync=*/true).ok());
+    }
+  }
+  std::string wal;
+  uintmax_t size = 0;
+  for (const auto& f : std::filesystem::directory_iterator(path)) {
+    if (f.path().extension() == ".log" && f.file_size() > size) {
+      wal = f.path().string();
+      size = f.file_size();
+    }
+  }
+  EXPECT_GT(size, uintmax_t(count) * 1024) << "the records are not in a WAL of " << path;
+  return wal;
+}
+
+TEST(EngineTest, DamagedWalRecordFailsTheOpenInsteadOfDroppingLaterWrites) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  const std::string wal = StoreWithRecordsOnlyInTheWal(path, 200);
+  ASSERT_FALSE(wal.empty());
+  {
+    // One byte in the middle of the log: a record that was acknowledged, with 100 after it.
+    std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff at = static_cast<std::streamoff>(std::filesystem::file_size(wal) / 2);
+    f.seekg(at);
+    char c = 0;
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  auto e = Engine::Open(path, {});
+  ASSERT_FALSE(e.ok()) << "a damaged WAL opened; later writes would be lost silently";
+  EXPECT_NE(e.status().ToString().find("orruption"), std::string::npos) << e.status().ToString();
+}
+
+TEST(EngineTest, WalTornAtItsEndByACrashDropsOnlyTheUnfinishedRecord) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  const std::string wal = StoreWithRecordsOnlyInTheWal(path, 50);
+  ASSERT_FALSE(wal.empty());
+  // A crash in the middle of the last write leaves part of its record.
+  std::filesystem::resize_file(wal, std::filesystem::file_size(wal) - 100);
+  auto e = Engine::Open(path, {});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  for (int i = 0; i < 49; ++i) {
+    EXPECT_EQ(Get(**e, Column::kRaftLog, EncodeFixed64BE(i)),
+              std::string(1024, static_cast<char>('a' + i % 26)))
+        << "record " << i;
+  }
+  EXPECT_EQ(Get(**e, Column::kRaftLog, EncodeFixed64BE(49)), "<none>");
 }
 
 TEST(EngineTest, OpenWithoutCreateFailsOnMissingDatabase) {

@@ -50,12 +50,17 @@ struct HttpServerOptions {
   // this CA bundle; the outcome is HttpRequest::client_cert_verified.
   std::string client_ca_file;
   // A connection must deliver its request within this time, or it is closed.
+  // The same bound applies to writing the response. A handler may take longer.
   std::chrono::milliseconds read_timeout{5000};
   size_t max_body_bytes = 1 << 20;
+  // Threads serving connections. With one, handlers run one at a time and must be quick; with
+  // more, a slow handler (a snapshot taken on request) holds only its own thread, and the
+  // handler must be safe to call concurrently.
+  int threads = 1;
 };
 
-// Serves requests on a background thread. Handlers run on that thread, one at a time; they
-// must be quick (a handler that wants the process to stop should signal and return).
+// Serves requests on background threads (HttpServerOptions::threads). A handler that wants the
+// process to stop should signal and return.
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;

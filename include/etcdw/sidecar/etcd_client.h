@@ -39,6 +39,10 @@ class EtcdClient {
   // material is read now; errors name the file.
   static Result<std::unique_ptr<EtcdClient>> Connect(const EtcdConnectionOptions& options,
                                                      const std::string& endpoint);
+  // A client for cluster-wide calls (member list, add, remove, promote): the first of
+  // --service-endpoints (else --endpoints) whose member answers MemberList. This member's own
+  // endpoint may be down, or a learner, which etcd refuses such calls on.
+  static Result<std::unique_ptr<EtcdClient>> ConnectToCluster(const EtcdConnectionOptions& options);
   ~EtcdClient();
 
   const std::string& endpoint() const { return endpoint_; }

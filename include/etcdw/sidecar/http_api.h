@@ -7,8 +7,10 @@
 //   /snapshot/delta                          an out-of-schedule delta snapshot (JSON or null)
 //   /snapshot/latest                         {"fullSnapshot": ..., "deltaSnapshots": [...]}
 //   /healthz                                 200 {"health":true} / 503 {"health":false}
-// Snapshot routes answer 405 on a sidecar that is not the backup leader (gardener proxies them
-// to the leader; see docs/compatibility.md) and when no store is configured.
+// Snapshot routes answer 405 when no store is configured. On a sidecar that is not the backup
+// leader, /snapshot/full and /snapshot/delta are proxied to the leader's sidecar (gardener's
+// delegation: its /healthz must say {"health":true} first; any failure -> 405), and
+// /snapshot/latest is answered from the store, which every member's sidecar shares.
 #pragma once
 
 #include <atomic>
@@ -35,6 +37,10 @@ class HttpApi {
     // The rendered config, or an error (-> 500).
     std::function<Result<std::string>()> render_config;
     SnapStore* store = nullptr;  // null: no backups
+    // The backup leader's sidecar, "http(s)://host:port", for delegation; null: none (405).
+    std::function<Result<std::string>()> leader_sidecar_url;
+    // How to reach it: TLS roots (ca_file) for https; `tls` is set from the URL.
+    common::HttpClientOptions leader_client;
   };
   explicit HttpApi(Deps deps);
   ~HttpApi();  // waits for a running initialisation
@@ -52,6 +58,7 @@ class HttpApi {
   common::HttpResponse Start(const common::HttpRequest& req);
   common::HttpResponse StatusRoute();
   common::HttpResponse Snapshot(const common::HttpRequest& req);
+  common::HttpResponse Delegate(const common::HttpRequest& req);
 
   Deps deps_;
   mutable std::mutex mu_;

@@ -70,7 +70,8 @@ class Snapshotter {
   // True between a successful start-up snapshot and the end of Run(): requests are served.
   bool active() const { return active_.load(); }
 
-  // Out-of-schedule snapshots for the HTTP API (block until done). Errors when not active.
+  // Out-of-schedule snapshots for the HTTP API (block until done). FailedPrecondition when Run()
+  // is not running or is stopping; a trigger during the start-up snapshot is served after it.
   Result<SnapshotInfo> TriggerFull(bool final);
   // No value when there were no events to save. Every write acknowledged by the member before
   // the call is included: the current revision is read first and the watch is drained up to it
