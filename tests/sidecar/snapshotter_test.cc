@@ -280,7 +280,7 @@ TEST_F(SnapshotterTest, StartupTakesFullSnapshotWhenStoreIsEmpty) {
 }
 
 TEST_F(SnapshotterTest, ATriggerDuringTheStartupSnapshotIsServedAfterIt) {
-  Put("a", "1");
+  const int64_t before = Put("a", "1");
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> verified{0};
@@ -299,6 +299,7 @@ TEST_F(SnapshotterTest, ATriggerDuringTheStartupSnapshotIsServedAfterIt) {
   auto f = triggered.get();
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->kind, SnapshotKind::kFull);
+  EXPECT_EQ(rev, before + 1);
   EXPECT_EQ(f->last_revision, rev);
   EXPECT_EQ(ListKind(SnapshotKind::kFull).size(), 2u);  // the start-up one, then the triggered
   EXPECT_TRUE(run.Finish().ok());
