@@ -12,6 +12,7 @@
 #include "etcdw/common/http.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/url.h"
+#include "etcdw/sidecar/defragmenter.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/http_api.h"
@@ -50,21 +51,32 @@ void KeepRenderedConfig(const std::string& yaml) {
   close(fd);
 }
 
-// The backup leader's snapshotter, restarted with gardener's back-off after a failure, on a
-// thread of its own while this sidecar leads.
+// What the backup leader runs while it leads: the snapshotter (with a store), restarted with
+// gardener's back-off after a failure on a thread of its own, and the defragmentation schedule.
 class Leadership {
  public:
-  Leadership(SnapStore* store, EtcdClient* client, SnapshotterOptions opts, HttpApi* api)
-      : store_(store), client_(client), opts_(std::move(opts)), api_(api) {}
+  Leadership(SnapStore* store, EtcdClient* client, SnapshotterOptions opts, HttpApi* api,
+             EtcdConnectionOptions etcd, CronSchedule defrag_schedule)
+      : store_(store),
+        client_(client),
+        opts_(std::move(opts)),
+        api_(api),
+        etcd_(std::move(etcd)),
+        defrag_schedule_(std::move(defrag_schedule)) {}
   ~Leadership() { Stop(); }
 
   void Start() {
+    if (!defrag_) {
+      defrag_ = std::make_unique<DefragScheduler>(etcd_, defrag_schedule_);
+      defrag_->Start();
+    }
     if (store_ == nullptr || thread_.joinable()) return;
     stopping_ = false;
     thread_ = std::thread([this] { Loop(); });
   }
 
   void Stop() {
+    defrag_.reset();
     if (!thread_.joinable()) return;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -116,6 +128,9 @@ class Leadership {
   EtcdClient* client_;
   SnapshotterOptions opts_;
   HttpApi* api_;
+  EtcdConnectionOptions etcd_;
+  CronSchedule defrag_schedule_;
+  std::unique_ptr<DefragScheduler> defrag_;
   std::mutex mu_;
   bool stopping_ = false;
   std::shared_ptr<Snapshotter> current_;
@@ -225,7 +240,9 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
              log::F("cluster-size", static_cast<int64_t>(cluster_size))});
 
   ETCDW_ASSIGN_OR_RETURN(auto client, EtcdClient::Connect(o.etcd, o.etcd.endpoints.front()));
-  Leadership leadership(store.get(), client.get(), snap_opts, &api);
+  ETCDW_ASSIGN_OR_RETURN(CronSchedule defrag_schedule,
+                         CronSchedule::Parse(o.defragmentation_schedule));
+  Leadership leadership(store.get(), client.get(), snap_opts, &api, o.etcd, defrag_schedule);
   bool leading = false;
   bool first = true;
   while (SleepUnlessStopped(stop, first ? milliseconds(1000) : o.reelection_period)) {
