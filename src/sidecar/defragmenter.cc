@@ -10,8 +10,8 @@ namespace etcdw::sidecar {
 using std::chrono::milliseconds;
 
 Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& o) {
-  ETCDW_ASSIGN_OR_RETURN(auto cluster, EtcdClient::ConnectToCluster(o));
-  ETCDW_ASSIGN_OR_RETURN(auto members, cluster->MemberList(o.connection_timeout));
+  ETCDW_ASSIGN_OR_RETURN(EtcdClient::Cluster cluster, EtcdClient::ConnectToCluster(o));
+  const auto& members = cluster.members;
 
   // Every member must answer before any is touched.
   struct Target {

@@ -38,14 +38,13 @@ bool EtcdConnectionOptions::UseTls() const {
   return !cert_file.empty() || !key_file.empty() || !ca_file.empty() || !insecure_transport;
 }
 
-Result<std::unique_ptr<EtcdClient>> EtcdClient::ConnectToCluster(const EtcdConnectionOptions& o) {
+Result<EtcdClient::Cluster> EtcdClient::ConnectToCluster(const EtcdConnectionOptions& o) {
   const auto& eps = o.service_endpoints.empty() ? o.endpoints : o.service_endpoints;
   Status last = Unavailable("no etcd endpoint configured");
   for (const auto& ep : eps) {
-    auto c = Connect(o, ep);
-    if (!c.ok()) return c.status();
-    auto r = (*c)->MemberList(std::chrono::milliseconds(5000));
-    if (r.ok()) return c;
+    ETCDW_ASSIGN_OR_RETURN(auto c, Connect(o, ep));
+    auto r = c->MemberList(std::chrono::milliseconds(5000));
+    if (r.ok()) return Cluster{std::move(c), std::move(r).value()};
     last = r.status().WithContext(ep);
   }
   return last;

@@ -15,12 +15,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The running cluster's members, through the first cluster endpoint that answers.
-Result<etcdserverpb::MemberListResponse> ListMembers(const ServerOptions& o) {
-  ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::ConnectToCluster(o.etcd));
-  return c->MemberList(milliseconds(5000));
-}
-
 Status RemoveDataDir(const std::string& dir) {
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -36,8 +30,8 @@ Status AddAsLearner(const InitializerContext& ctx) {
   Status last;
   for (int attempt = 1; attempt <= 6; ++attempt) {
     ETCDW_RETURN_IF_ERROR(RemoveDataDir(o.restoration.data_dir));
-    ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::ConnectToCluster(o.etcd));
-    auto r = c->MemberAdd(ctx.peer_urls, /*learner=*/true, milliseconds(5000));
+    ETCDW_ASSIGN_OR_RETURN(auto cluster, EtcdClient::ConnectToCluster(o.etcd));
+    auto r = cluster.client->MemberAdd(ctx.peer_urls, /*learner=*/true, milliseconds(5000));
     if (r.ok()) {
       log::Info("added this member to the cluster as a learner",
                 {log::F("name", ctx.member_name), log::Hex("member-id", r->member().id())});
@@ -61,11 +55,10 @@ Status AddAsLearner(const InitializerContext& ctx) {
 
 // Removes this member (found by name) from the cluster; not being a member is fine.
 Status RemoveSelf(const InitializerContext& ctx) {
-  ETCDW_ASSIGN_OR_RETURN(auto members, ListMembers(*ctx.options));
-  for (const auto& m : members.members()) {
+  ETCDW_ASSIGN_OR_RETURN(auto cluster, EtcdClient::ConnectToCluster(ctx.options->etcd));
+  for (const auto& m : cluster.members.members()) {
     if (m.name() != ctx.member_name) continue;
-    ETCDW_ASSIGN_OR_RETURN(auto c, EtcdClient::ConnectToCluster(ctx.options->etcd));
-    ETCDW_RETURN_IF_ERROR(c->MemberRemove(m.id(), milliseconds(30000)));
+    ETCDW_RETURN_IF_ERROR(cluster.client->MemberRemove(m.id(), milliseconds(30000)));
     log::Info("removed this member from the cluster", {log::Hex("member-id", m.id())});
   }
   return Status::Ok();
@@ -73,12 +66,12 @@ Status RemoveSelf(const InitializerContext& ctx) {
 
 // Scale-up: the cluster answers and does not know this member's name.
 bool IsNewMemberOfRunningCluster(const InitializerContext& ctx) {
-  auto members = ListMembers(*ctx.options);
-  if (!members.ok()) return false;
-  for (const auto& m : members->members()) {
+  auto cluster = EtcdClient::ConnectToCluster(ctx.options->etcd);
+  if (!cluster.ok()) return false;
+  for (const auto& m : cluster->members.members()) {
     if (m.name() == ctx.member_name) return false;
   }
-  return members->members_size() > 0;
+  return cluster->members.members_size() > 0;
 }
 
 }  // namespace

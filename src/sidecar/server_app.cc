@@ -197,10 +197,8 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     // The running members, when a cluster answers (none when it is being created).
     std::optional<std::vector<EtcdConfigTemplate::Member>> cluster;
     if (auto c = EtcdClient::ConnectToCluster(o.etcd); c.ok()) {
-      if (auto r = (*c)->MemberList(milliseconds(2500)); r.ok()) {
-        cluster.emplace();
-        for (const auto& m : r->members()) cluster->push_back({m.name(), m.islearner()});
-      }
+      cluster.emplace();
+      for (const auto& m : c->members.members()) cluster->push_back({m.name(), m.islearner()});
     }
     ETCDW_ASSIGN_OR_RETURN(std::string yaml, cfg.Render(member, cluster));
     KeepRenderedConfig(yaml);
@@ -279,7 +277,7 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
       // through a voting member: a learner refuses the call.
       auto cluster = EtcdClient::ConnectToCluster(o.etcd);
       Status p = cluster.ok()
-                     ? (*cluster)->MemberPromote(st->header().member_id(), milliseconds(30000))
+                     ? cluster->client->MemberPromote(st->header().member_id(), milliseconds(30000))
                      : cluster.status();
       if (p.ok() || p.message().find("not a learner") != std::string::npos) {
         log::Info("promoted this member to a voting member");

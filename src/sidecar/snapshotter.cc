@@ -231,7 +231,9 @@ class Snapshotter::Impl {
   // progress for connection_timeout: DeadlineExceeded).
   Status DrainWatchUntil(int64_t revision, bool* stopped);
 
+  // A full snapshot (SaveFullSnapshot), its outcome recorded in prev_full_succeeded_.
   Result<SnapshotInfo> TakeFull(bool final);
+  Result<SnapshotInfo> SaveFullSnapshot(bool final);
   Result<std::optional<SnapshotInfo>> TakeDelta();
   Status HandleWatchItem(const WatchItem& item);
   Status ServeRequest(Request& req);
@@ -346,11 +348,7 @@ Status Snapshotter::Impl::RunBody() {
   }
   if (!initial_delta_taken) {
     auto f = TakeFull(false);
-    if (!f.ok()) {
-      prev_full_succeeded_ = false;
-      return f.status().WithContext("initial full snapshot");
-    }
-    prev_full_succeeded_ = true;
+    if (!f.ok()) return f.status().WithContext("initial full snapshot");
   }
   ETCDW_RETURN_IF_ERROR(ResetFullTimer());
   ResetDeltaTimer();
@@ -389,11 +387,7 @@ Status Snapshotter::Impl::Loop() {
     if (std::chrono::system_clock::now() >= next_full_) {
       log::Info("taking scheduled full snapshot");
       auto f = TakeFull(false);
-      if (!f.ok()) {
-        prev_full_succeeded_ = false;
-        return f.status().WithContext("scheduled full snapshot");
-      }
-      prev_full_succeeded_ = true;
+      if (!f.ok()) return f.status().WithContext("scheduled full snapshot");
       ETCDW_RETURN_IF_ERROR(ResetFullTimer());
     }
     if (DeltasEnabled() && std::chrono::steady_clock::now() >= next_delta_) {
@@ -411,11 +405,9 @@ Status Snapshotter::Impl::ServeRequest(Request& req) {
     Status st = f.status();
     if (f.ok()) st = ResetFullTimer();
     if (!st.ok()) {
-      prev_full_succeeded_ = false;
       req.done.set_value(st);
       return st.WithContext("out-of-schedule full snapshot");
     }
-    prev_full_succeeded_ = true;
     req.done.set_value(std::optional<SnapshotInfo>(std::move(f).value()));
     return Status::Ok();
   }
@@ -556,6 +548,12 @@ Result<int64_t> Snapshotter::Impl::CurrentRevision() {
 }
 
 Result<SnapshotInfo> Snapshotter::Impl::TakeFull(bool final) {
+  Result<SnapshotInfo> r = SaveFullSnapshot(final);
+  prev_full_succeeded_ = r.ok();  // a failed one makes the next start take a full snapshot
+  return r;
+}
+
+Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
   // Buffered events are covered by the full snapshot.
   CloseWatch();
   delta_ = DeltaWriter();

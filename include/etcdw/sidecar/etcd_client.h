@@ -42,7 +42,8 @@ class EtcdClient {
   // A client for cluster-wide calls (member list, add, remove, promote): the first of
   // --service-endpoints (else --endpoints) whose member answers MemberList. This member's own
   // endpoint may be down, or a learner, which etcd refuses such calls on.
-  static Result<std::unique_ptr<EtcdClient>> ConnectToCluster(const EtcdConnectionOptions& options);
+  struct Cluster;
+  static Result<Cluster> ConnectToCluster(const EtcdConnectionOptions& options);
   ~EtcdClient();
 
   const std::string& endpoint() const { return endpoint_; }
@@ -92,6 +93,13 @@ class EtcdClient {
   std::unique_ptr<etcdserverpb::Cluster::Stub> cluster_;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance_;
   std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
+};
+
+// What EtcdClient::ConnectToCluster found: a client of an answering member and the member list
+// it answered with.
+struct EtcdClient::Cluster {
+  std::unique_ptr<EtcdClient> client;
+  etcdserverpb::MemberListResponse members;
 };
 
 }  // namespace etcdw::sidecar
