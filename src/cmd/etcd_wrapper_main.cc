@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
   etcdw::wrapper::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
   etcdw::cmd::RouteGrpcLogs();
+  etcdw::cmd::DisableMutexDeadlockDetection();
 
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "start-etcd") {

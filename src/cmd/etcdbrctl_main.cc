@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(0077);
   etcdw::cmd::RouteGrpcLogs();
+  etcdw::cmd::DisableMutexDeadlockDetection();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::fputs(kHelp, stderr);

@@ -1,5 +1,6 @@
 #include "grpc_log.h"
 
+#include <absl/synchronization/mutex.h>
 #include <grpc/support/log.h>
 
 #include <string>
@@ -34,5 +35,9 @@ void GrpcLog(gpr_log_func_args* args) {
 }  // namespace
 
 void RouteGrpcLogs() { gpr_set_log_function(GrpcLog); }
+
+void DisableMutexDeadlockDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
 
 }  // namespace etcdw::cmd

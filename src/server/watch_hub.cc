@@ -43,12 +43,36 @@ bool WatchStream::HasRoom() const {
   return !closed_ && queued_bytes_ < hub_.opts_.stream_queue_bytes;
 }
 
+namespace {
+
+// A response that only carries events for its watcher (no creation, cancellation, compaction,
+// fragment or progress notification): such responses may be merged.
+bool PlainEvents(const WatchResponse& r) {
+  return r.events_size() > 0 && !r.created() && !r.canceled() && !r.fragment() &&
+         r.compact_revision() == 0;
+}
+
+}  // namespace
+
 bool WatchStream::Enqueue(WatchResponse&& resp, bool force) {
   size_t size = resp.ByteSizeLong();
   std::unique_lock lock(mu_);
   if (closed_) return true;  // nobody listens any more
   if (!force && !queue_.empty() && queued_bytes_ + size > hub_.opts_.stream_queue_bytes) {
     return false;
+  }
+  // While a write is in flight, events for the watcher of the last queued response join that
+  // response (as a catch-up response carries several revisions): under load a stream sends one
+  // message per write instead of one per revision. Merged responses stay far below the fragment
+  // size, so a watcher that asked for fragments never needs a merged one split.
+  if (writing_ && !queue_.empty() && PlainEvents(resp) && PlainEvents(queue_.back()) &&
+      queue_.back().watch_id() == resp.watch_id() && back_bytes_ + size <= kMergedResponseBytes) {
+    WatchResponse& back = queue_.back();
+    for (auto& ev : *resp.mutable_events()) back.add_events()->Swap(&ev);
+    *back.mutable_header() = resp.header();
+    back_bytes_ += size;
+    queued_bytes_ += size;
+    return true;
   }
   if (!writing_) {
     writing_ = true;
@@ -58,6 +82,7 @@ bool WatchStream::Enqueue(WatchResponse&& resp, bool force) {
     return true;
   }
   queued_bytes_ += size;
+  back_bytes_ = size;
   queue_.push_back(std::move(resp));
   return true;
 }
@@ -78,7 +103,7 @@ void WatchStream::WriteDone(bool ok) {
       return;
     }
     lock.unlock();
-    if (ok) hub_.WakeCatchUp();
+    if (ok) hub_.WakeCatchUpIfUnsynced();
     return;
   }
   current_ = std::move(queue_.front());
@@ -87,7 +112,7 @@ void WatchStream::WriteDone(bool ok) {
   bool room = queued_bytes_ < hub_.opts_.stream_queue_bytes / 2;
   lock.unlock();
   sink_->StartWrite(&current_);
-  if (room) hub_.WakeCatchUp();
+  if (room) hub_.WakeCatchUpIfUnsynced();
 }
 
 void WatchStream::Close() {
@@ -164,7 +189,7 @@ void WatchStream::Create(const etcdserverpb::WatchCreateRequest& req) {
     if (raw->synced) {
       hub_.synced_.insert(raw);
     } else {
-      hub_.unsynced_.insert(raw);
+      hub_.AddUnsyncedLocked(raw);
       wake = true;
     }
   }
@@ -291,7 +316,7 @@ std::vector<WatchResponse> WatchHub::ResponsesFor(const Watcher& w,
 
 void WatchHub::RemoveWatcherLocked(Watcher* w) {
   synced_.erase(w);
-  unsynced_.erase(w);
+  EraseUnsyncedLocked(w);
 }
 
 bool WatchHub::AllSyncedLocked(const WatchStream& s) const {
@@ -334,7 +359,7 @@ void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t 
         synced_.erase(w);
         w->synced = false;
         w->next_rev = rc.rev;
-        unsynced_.insert(w);
+        AddUnsyncedLocked(w);
         wake = true;
       }
     }
@@ -349,7 +374,7 @@ void WatchHub::Resync(int64_t rev) {
     std::lock_guard lock(mu_);
     for (Watcher* w : synced_) {
       w->synced = false;
-      unsynced_.insert(w);
+      AddUnsyncedLocked(w);
     }
     synced_.clear();
     rev_ = rev;
@@ -366,6 +391,20 @@ void WatchHub::ProgressTick() {
       w->events_since_tick = false;
     }
   }
+}
+
+void WatchHub::AddUnsyncedLocked(Watcher* w) {
+  unsynced_.insert(w);
+  unsynced_size_ = unsynced_.size();
+}
+
+void WatchHub::EraseUnsyncedLocked(Watcher* w) {
+  unsynced_.erase(w);
+  unsynced_size_ = unsynced_.size();
+}
+
+void WatchHub::WakeCatchUpIfUnsynced() {
+  if (unsynced_size_.load(std::memory_order_relaxed) > 0) WakeCatchUp();
 }
 
 void WatchHub::WakeCatchUp() {
@@ -462,7 +501,7 @@ bool WatchHub::CatchUpOnce() {
       resp.set_canceled(true);
       s.Enqueue(std::move(resp), true);
       w->compacted = true;
-      unsynced_.erase(w);
+      EraseUnsyncedLocked(w);
       MaybeSendDeferredProgressLocked(s);
       continue;
     }
@@ -473,7 +512,7 @@ bool WatchHub::CatchUpOnce() {
     if (!events.empty()) w->events_since_tick = true;
     w->next_rev = next_rev;
     if (w->next_rev > rev_) {
-      unsynced_.erase(w);
+      EraseUnsyncedLocked(w);
       w->synced = true;
       synced_.insert(w);
       MaybeSendDeferredProgressLocked(s);

@@ -173,7 +173,9 @@ int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_te
 }
 
 TempDir::TempDir() {
-  std::string tmpl = "/tmp/etcdw-test-XXXXXX";
+  // $TMPDIR if set (bench/ uses it to put data directories on the filesystem under test).
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/etcdw-test-XXXXXX";
   char* p = mkdtemp(tmpl.data());
   path_ = p ? p : "/tmp/etcdw-test-fallback";
 }

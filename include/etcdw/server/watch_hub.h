@@ -11,6 +11,7 @@
 // send queue. Order: hub mutex, then a stream mutex.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -62,6 +63,8 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
   // Queues a response. `force` ignores the size limit (control messages, catch-up batches the
   // caller sized). Returns false when the response did not fit.
   bool Enqueue(etcdserverpb::WatchResponse&& resp, bool force);
+  // The largest response Enqueue builds by merging queued event responses.
+  static constexpr size_t kMergedResponseBytes = size_t{256} << 10;
   bool HasRoom() const;
 
   WatchHub& hub_;
@@ -77,6 +80,7 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
   mutable std::mutex mu_;
   std::deque<etcdserverpb::WatchResponse> queue_;
   size_t queued_bytes_ = 0;
+  size_t back_bytes_ = 0;  // encoded size of queue_.back() (an upper bound after merges)
   bool writing_ = false;
   bool closed_ = false;
   bool finished_ = false;
@@ -135,6 +139,11 @@ class WatchHub {
   // One catch-up pass; returns true if any watcher made progress.
   bool CatchUpOnce();
   void WakeCatchUp();
+  // A stream got room to send: only watchers waiting in history can use it. Skips the wake-up
+  // (a futex call and a pass over the hub under its mutex) when there are none.
+  void WakeCatchUpIfUnsynced();
+  void AddUnsyncedLocked(Watcher* w);
+  void EraseUnsyncedLocked(Watcher* w);
 
   const mvcc::KvStore& store_;
   WatchHubOptions opts_;
@@ -143,6 +152,7 @@ class WatchHub {
   int64_t rev_;
   std::set<Watcher*> synced_;
   std::set<Watcher*> unsynced_;
+  std::atomic<size_t> unsynced_size_{0};  // unsynced_.size(), readable without mu_
   std::set<WatchStream*> streams_;
 
   std::mutex cu_mu_;

@@ -1,0 +1,178 @@
+// Request/response workloads on the KV service: puts, ranges, compare-and-swap Txns, and puts
+// on a 3-member cluster.
+#include <random>
+
+#include "workloads.h"
+
+namespace etcdw::bench {
+
+namespace {
+
+constexpr uint64_t kKeySpace = 100000;
+const std::string kValue(256, 'v');
+
+// Completes `done` from a gRPC status.
+auto Finish(Done done) {
+  return [done = std::move(done)](grpc::Status st) { done(st.ok(), st.error_message()); };
+}
+
+// Puts of 256-byte values on random keys of a 100k key space.
+Outcome Puts(Target& target, int clients, int connections, const BenchOptions& opts) {
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(connections));
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::PutRequest req;
+    etcdserverpb::PutResponse resp;
+    std::mt19937_64 rng;
+  };
+  std::vector<Slot> slots(static_cast<size_t>(clients));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    slots[i].rng.seed(i + 1);
+    slots[i].req.set_value(kValue);
+  }
+  StartOp start = [&](int c, Done done) {
+    Slot& s = slots[static_cast<size_t>(c)];
+    s.ctx = NewContext();
+    s.req.set_key(KeyName("/put/", s.rng() % kKeySpace));
+    stubs[static_cast<size_t>(c) % stubs.size()]->async()->Put(s.ctx.get(), &s.req, &s.resp,
+                                                               Finish(std::move(done)));
+  };
+  return MeasureLoad(target, clients, start, opts);
+}
+
+// Single-key ranges of a present key, linearizable or serializable.
+Outcome Ranges(Target& target, bool serializable, const BenchOptions& opts) {
+  constexpr int kClients = 64, kConnections = 16;
+  etcdserverpb::PutResponse put;
+  auto ctx = NewContext();
+  etcdserverpb::PutRequest put_req;
+  put_req.set_key("/range/one");
+  put_req.set_value(kValue);
+  auto kv = etcdserverpb::KV::NewStub(target.NewChannel(0));
+  if (auto st = kv->Put(ctx.get(), put_req, &put); !st.ok()) {
+    return Outcome{.error = "preload: " + st.error_message()};
+  }
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::RangeRequest req;
+    etcdserverpb::RangeResponse resp;
+  };
+  std::vector<Slot> slots(kClients);
+  for (auto& s : slots) {
+    s.req.set_key("/range/one");
+    s.req.set_serializable(serializable);
+  }
+  StartOp start = [&](int c, Done done) {
+    Slot& s = slots[static_cast<size_t>(c)];
+    s.ctx = NewContext();
+    stubs[static_cast<size_t>(c) % stubs.size()]->async()->Range(
+        s.ctx.get(), &s.req, &s.resp, [&s, done](grpc::Status st) {
+          if (st.ok() && s.resp.kvs_size() != 1) return done(false, "key not found");
+          done(st.ok(), st.error_message());
+        });
+  };
+  return MeasureLoad(target, kClients, start, opts);
+}
+
+// Ranges of 1000 keys (limit 1000) over 10k keys of 256 B.
+Outcome LimitedRanges(Target& target, const BenchOptions& opts) {
+  constexpr int kClients = 16, kConnections = 16;
+  constexpr uint64_t kKeys = 10000;
+  std::string error;
+  if (!BulkLoad(
+          target, kKeys, [](uint64_t i) { return KeyName("/many/", i); }, kValue, 8, &error)) {
+    return Outcome{.error = "preload: " + error};
+  }
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::RangeRequest req;
+    etcdserverpb::RangeResponse resp;
+  };
+  std::vector<Slot> slots(kClients);
+  for (auto& s : slots) {
+    s.req.set_key("/many/");
+    s.req.set_range_end("/many0");  // the prefix's end: '/' + 1
+    s.req.set_limit(1000);
+  }
+  StartOp start = [&](int c, Done done) {
+    Slot& s = slots[static_cast<size_t>(c)];
+    s.ctx = NewContext();
+    stubs[static_cast<size_t>(c) % stubs.size()]->async()->Range(
+        s.ctx.get(), &s.req, &s.resp, [&s, done](grpc::Status st) {
+          if (st.ok() && (s.resp.kvs_size() != 1000 || !s.resp.more())) {
+            return done(false, "expected 1000 keys and more=true, got " +
+                                   std::to_string(s.resp.kvs_size()));
+          }
+          done(st.ok(), st.error_message());
+        });
+  };
+  return MeasureLoad(target, kClients, start, opts);
+}
+
+// Compare-and-swap: read a random key of 10k, then a Txn that puts it only if its mod_revision
+// is still the one read. One operation = the read and the Txn.
+Outcome CompareAndSwap(Target& target, const BenchOptions& opts) {
+  constexpr int kClients = 64, kConnections = 16;
+  constexpr uint64_t kKeys = 10000;
+  std::string error;
+  if (!BulkLoad(
+          target, kKeys, [](uint64_t i) { return KeyName("/cas/", i); }, kValue, 8, &error)) {
+    return Outcome{.error = "preload: " + error};
+  }
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::RangeRequest range;
+    etcdserverpb::RangeResponse range_resp;
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::TxnResponse txn_resp;
+    std::mt19937_64 rng;
+  };
+  std::vector<Slot> slots(kClients);
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].rng.seed(i + 7);
+  StartOp start = [&](int c, Done done) {
+    Slot& s = slots[static_cast<size_t>(c)];
+    auto* stub = stubs[static_cast<size_t>(c) % stubs.size()].get();
+    s.ctx = NewContext();
+    s.range.set_key(KeyName("/cas/", s.rng() % kKeys));
+    stub->async()->Range(s.ctx.get(), &s.range, &s.range_resp, [&s, stub, done](grpc::Status st) {
+      if (!st.ok()) return done(false, st.error_message());
+      if (s.range_resp.kvs_size() != 1) return done(false, "key not found");
+      s.txn.Clear();
+      auto* cmp = s.txn.add_compare();
+      cmp->set_key(s.range.key());
+      cmp->set_target(etcdserverpb::Compare::MOD);
+      cmp->set_result(etcdserverpb::Compare::EQUAL);
+      cmp->set_mod_revision(s.range_resp.kvs(0).mod_revision());
+      auto* put = s.txn.add_success()->mutable_request_put();
+      put->set_key(s.range.key());
+      put->set_value(kValue);
+      s.ctx = NewContext();
+      stub->async()->Txn(s.ctx.get(), &s.txn, &s.txn_resp, Finish(done));
+    });
+  };
+  return MeasureLoad(target, kClients, start, opts);
+}
+
+}  // namespace
+
+std::vector<Workload> KvWorkloads() {
+  return {
+      {"put-1", "puts, 1 client", 1,
+       [](Target& t, const BenchOptions& o) { return Puts(t, 1, 1, o); }},
+      {"put-256", "puts, 256 clients over 16 connections", 1,
+       [](Target& t, const BenchOptions& o) { return Puts(t, 256, 16, o); }},
+      {"range-lin", "linearizable single-key ranges, 64 clients", 1,
+       [](Target& t, const BenchOptions& o) { return Ranges(t, false, o); }},
+      {"range-ser", "serializable single-key ranges, 64 clients", 1,
+       [](Target& t, const BenchOptions& o) { return Ranges(t, true, o); }},
+      {"cas-txn", "read + Txn on mod_revision, 64 clients", 1, CompareAndSwap},
+      {"range-1000", "ranges of 1000 keys (limit) over 10k keys, 16 clients", 1, LimitedRanges},
+      {"cluster3-put", "puts, 256 clients over 16 connections to 3 members", 3,
+       [](Target& t, const BenchOptions& o) { return Puts(t, 256, 16, o); }},
+  };
+}
+
+}  // namespace etcdw::bench

@@ -1,0 +1,274 @@
+// Streaming workloads: watch fan-out (put-to-delivery latency) and lease grant + keepalive churn.
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <random>
+
+#include "proc_stats.h"
+#include "workloads.h"
+
+namespace etcdw::bench {
+
+namespace {
+
+using etcdserverpb::LeaseKeepAliveRequest;
+using etcdserverpb::LeaseKeepAliveResponse;
+using etcdserverpb::WatchRequest;
+using etcdserverpb::WatchResponse;
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Waits for a reactor's OnDone.
+class DoneLatch {
+ public:
+  void Set() {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool Wait(std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return done_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+// One watch stream with one watch on a prefix. Every event's value starts with the put's send
+// time (steady clock nanoseconds); while `measuring`, the delivery latency of each is recorded.
+class Watcher : public grpc::ClientBidiReactor<WatchRequest, WatchResponse> {
+ public:
+  Watcher(etcdserverpb::Watch::Stub* stub, const std::string& prefix,
+          const std::atomic<bool>* measuring)
+      : measuring_(measuring) {
+    auto* create = create_.mutable_create_request();
+    create->set_key(prefix);
+    std::string end = prefix;
+    end.back()++;
+    create->set_range_end(end);
+    stub->async()->Watch(&ctx_, this);
+    StartWrite(&create_);
+    StartRead(&resp_);
+    StartCall();
+  }
+  bool created() const { return created_.load(); }
+  // Cancels the stream and waits for it to end. Safe to read the samples afterwards.
+  void Stop() {
+    ctx_.TryCancel();
+    done_.Wait(std::chrono::seconds(30));
+  }
+  std::vector<uint32_t>& micros() { return micros_; }
+  uint64_t events() const { return events_; }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (resp_.created()) created_ = true;
+    if (measuring_->load(std::memory_order_relaxed)) {
+      int64_t now = NowNanos();
+      for (const auto& ev : resp_.events()) {
+        int64_t sent = 0;
+        if (ev.kv().value().size() >= sizeof sent) {
+          std::memcpy(&sent, ev.kv().value().data(), sizeof sent);
+          micros_.push_back(static_cast<uint32_t>((now - sent) / 1000));
+        }
+        ++events_;
+      }
+    }
+    StartRead(&resp_);
+  }
+  void OnDone(const grpc::Status&) override { done_.Set(); }
+
+ private:
+  const std::atomic<bool>* measuring_;
+  grpc::ClientContext ctx_;
+  WatchRequest create_;
+  WatchResponse resp_;
+  std::atomic<bool> created_{false};
+  std::vector<uint32_t> micros_;
+  uint64_t events_ = 0;
+  DoneLatch done_;
+};
+
+// 100 watchers (10 connections) on one prefix; 16 clients put 256-byte values under it. The
+// figures are the watchers': events delivered per second, put-to-delivery latency, server CPU
+// time per delivered event.
+Outcome WatchFanOut(Target& target, const BenchOptions& opts) {
+  constexpr int kWatchers = 100, kWatchConnections = 10, kPutters = 16, kPutConnections = 4;
+  const std::string prefix = "/watch/";
+  std::atomic<bool> measuring{false};
+  auto watch_stubs = Stubs<etcdserverpb::Watch>(target.Channels(kWatchConnections));
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < kWatchers; ++i) {
+    watchers.push_back(std::make_unique<Watcher>(
+        watch_stubs[static_cast<size_t>(i % kWatchConnections)].get(), prefix, &measuring));
+  }
+  auto stop_all = [&] {
+    for (auto& w : watchers) w->Stop();
+  };
+  if (!testing::WaitFor([&] {
+        for (auto& w : watchers) {
+          if (!w->created()) return false;
+        }
+        return true;
+      })) {
+    stop_all();
+    return Outcome{.error = "watches were not created"};
+  }
+  auto put_stubs = Stubs<etcdserverpb::KV>(target.Channels(kPutConnections));
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::PutRequest req;
+    etcdserverpb::PutResponse resp;
+    std::mt19937_64 rng;
+  };
+  std::vector<Slot> slots(kPutters);
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].rng.seed(i + 11);
+  StartOp start = [&](int c, Done done) {
+    Slot& s = slots[static_cast<size_t>(c)];
+    s.ctx = NewContext();
+    s.req.set_key(KeyName(prefix, s.rng() % 1000));
+    std::string value(256, 'w');
+    int64_t sent = NowNanos();
+    std::memcpy(value.data(), &sent, sizeof sent);
+    s.req.set_value(std::move(value));
+    put_stubs[static_cast<size_t>(c) % put_stubs.size()]->async()->Put(
+        s.ctx.get(), &s.req, &s.resp,
+        [done](grpc::Status st) { done(st.ok(), st.error_message()); });
+  };
+  Outcome out;
+  {
+    // The putters' window is the watchers' window.
+    auto pids = target.pids();
+    double cpu0 = 0, cpu1 = 0;
+    LoadWindow window{opts.warmup, opts.measure};
+    window.on_window_start = [&] {
+      ResetPeakRss(pids);
+      cpu0 = CpuSeconds(pids);
+      measuring = true;
+    };
+    window.on_window_end = [&] {
+      measuring = false;
+      cpu1 = CpuSeconds(pids);
+      out.load.peak_rss_bytes = PeakRssBytes(pids);
+    };
+    LoadResult puts = RunClosedLoop(kPutters, start, window);
+    stop_all();
+    out.has_load = true;
+    out.load.server_cpu_seconds = cpu1 - cpu0;
+    out.load.load.seconds = puts.seconds;
+    for (auto& w : watchers) {
+      out.load.load.ops += w->events();
+      auto& m = w->micros();
+      out.load.load.latency.micros.insert(out.load.load.latency.micros.end(), m.begin(), m.end());
+    }
+    if (puts.errors > 0) {
+      out.error = std::to_string(puts.errors) + " puts failed, first: " + puts.first_error;
+    } else if (out.load.load.ops == 0) {
+      out.error = "no event delivered";
+    } else {
+      out.ok = true;
+    }
+    out.scalars.push_back({"puts/s during watch fan-out", "ops/s", puts.ops_per_sec(), true});
+  }
+  return out;
+}
+
+// A LeaseKeepAlive stream used for one request/response at a time.
+class KeepAliveStream
+    : public grpc::ClientBidiReactor<LeaseKeepAliveRequest, LeaseKeepAliveResponse> {
+ public:
+  explicit KeepAliveStream(etcdserverpb::Lease::Stub* stub) {
+    stub->async()->LeaseKeepAlive(&ctx_, this);
+    StartCall();
+  }
+  // Sends one keepalive for `id`; `done` gets whether the lease was renewed.
+  void Ping(int64_t id, Done done) {
+    done_cb_ = std::move(done);
+    req_.set_id(id);
+    StartWrite(&req_);  // the read starts once the write is done: one operation at a time
+  }
+  void Stop() {
+    ctx_.TryCancel();
+    finished_.Wait(std::chrono::seconds(30));
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Done cb = std::move(done_cb_);  // the callback may start the next Ping
+      return cb(false, "keepalive stream closed");
+    }
+    StartRead(&resp_);
+  }
+  void OnReadDone(bool ok) override {
+    Done cb = std::move(done_cb_);
+    if (!ok) return cb(false, "keepalive stream ended");
+    if (resp_.ttl() <= 0) return cb(false, "lease not renewed");
+    cb(true, "");
+  }
+  void OnDone(const grpc::Status&) override { finished_.Set(); }
+
+ private:
+  grpc::ClientContext ctx_;
+  LeaseKeepAliveRequest req_;
+  LeaseKeepAliveResponse resp_;
+  Done done_cb_;
+  DoneLatch finished_;
+};
+
+// Lease churn: grant (TTL 60 s), one keepalive on the client's stream, revoke. One operation =
+// the three.
+Outcome LeaseChurn(Target& target, const BenchOptions& opts) {
+  constexpr int kClients = 32, kConnections = 8;
+  auto stubs = Stubs<etcdserverpb::Lease>(target.Channels(kConnections));
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::LeaseGrantRequest grant;
+    etcdserverpb::LeaseGrantResponse grant_resp;
+    etcdserverpb::LeaseRevokeRequest revoke;
+    etcdserverpb::LeaseRevokeResponse revoke_resp;
+    std::unique_ptr<KeepAliveStream> keepalive;
+  };
+  std::vector<Slot> slots(kClients);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    slots[i].grant.set_ttl(60);
+    slots[i].keepalive = std::make_unique<KeepAliveStream>(stubs[i % stubs.size()].get());
+  }
+  StartOp start = [&](int c, Done done) {
+    Slot& s = slots[static_cast<size_t>(c)];
+    auto* stub = stubs[static_cast<size_t>(c) % stubs.size()].get();
+    s.ctx = NewContext();
+    stub->async()->LeaseGrant(
+        s.ctx.get(), &s.grant, &s.grant_resp, [&s, stub, done](grpc::Status st) {
+          if (!st.ok()) return done(false, st.error_message());
+          s.keepalive->Ping(s.grant_resp.id(), [&s, stub, done](bool ok, const std::string& error) {
+            if (!ok) return done(false, error);
+            s.revoke.set_id(s.grant_resp.id());
+            s.ctx = NewContext();
+            stub->async()->LeaseRevoke(
+                s.ctx.get(), &s.revoke, &s.revoke_resp,
+                [done](grpc::Status st) { done(st.ok(), st.error_message()); });
+          });
+        });
+  };
+  Outcome out = MeasureLoad(target, kClients, start, opts);
+  for (auto& s : slots) s.keepalive->Stop();
+  return out;
+}
+
+}  // namespace
+
+std::vector<Workload> StreamWorkloads() {
+  return {
+      {"watch-fanout", "100 watchers on a prefix, 16 clients putting (events delivered)", 1,
+       WatchFanOut},
+      {"lease-churn", "grant + keepalive + revoke, 32 clients", 1, LeaseChurn},
+  };
+}
+
+}  // namespace etcdw::bench

@@ -1,0 +1,104 @@
+#include "workloads.h"
+
+#include <cstdio>
+
+#include "proc_stats.h"
+
+namespace etcdw::bench {
+
+std::vector<Workload> AllWorkloads() {
+  std::vector<Workload> all;
+  for (auto part : {KvWorkloads, StreamWorkloads, DataWorkloads}) {
+    for (auto& w : part()) all.push_back(std::move(w));
+  }
+  return all;
+}
+
+std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::seconds timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  return ctx;
+}
+
+std::string KeyName(const std::string& prefix, uint64_t i) {
+  char digits[24];
+  std::snprintf(digits, sizeof digits, "%010llu", static_cast<unsigned long long>(i));
+  return prefix + digits;
+}
+
+Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const BenchOptions& opts) {
+  Outcome out;
+  auto pids = target.pids();
+  double cpu0 = 0, cpu1 = 0;
+  LoadWindow window;
+  window.warmup = opts.warmup;
+  window.measure = opts.measure;
+  window.on_window_start = [&] {
+    ResetPeakRss(pids);
+    cpu0 = CpuSeconds(pids);
+  };
+  window.on_window_end = [&] {
+    cpu1 = CpuSeconds(pids);
+    out.load.peak_rss_bytes = PeakRssBytes(pids);
+  };
+  out.load.load = RunClosedLoop(clients, start, window);
+  out.load.server_cpu_seconds = cpu1 - cpu0;
+  out.has_load = true;
+  if (out.load.load.errors > 0) {
+    out.error = std::to_string(out.load.load.errors) +
+                " requests failed, first: " + out.load.load.first_error;
+  } else if (out.load.load.ops == 0) {
+    out.error = "no request completed in the window";
+  } else {
+    out.ok = true;
+  }
+  return out;
+}
+
+bool BulkLoad(Target& target, uint64_t count, const std::function<std::string(uint64_t)>& key_fn,
+              const std::string& value, int clients, std::string* error) {
+  constexpr uint64_t kPerTxn = 100;
+  auto channels = target.Channels(clients);
+  auto stubs = Stubs<etcdserverpb::KV>(channels);
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    etcdserverpb::TxnRequest req;
+    etcdserverpb::TxnResponse resp;
+  };
+  // One slot per loop: RunAll hands each index to whichever loop is free, so slots are taken
+  // from a free list guarded by a mutex.
+  std::vector<Slot> slots(static_cast<size_t>(clients));
+  std::vector<size_t> free_slots;
+  for (size_t i = 0; i < slots.size(); ++i) free_slots.push_back(i);
+  std::mutex mu;
+  uint64_t txns = (count + kPerTxn - 1) / kPerTxn;
+  auto fn = [&](uint64_t t, Done done) {
+    size_t si;
+    {
+      std::lock_guard lock(mu);
+      si = free_slots.back();
+      free_slots.pop_back();
+    }
+    Slot& s = slots[si];
+    s.ctx = NewContext();
+    s.req.Clear();
+    for (uint64_t i = t * kPerTxn; i < std::min(count, (t + 1) * kPerTxn); ++i) {
+      auto* put = s.req.add_success()->mutable_request_put();
+      put->set_key(key_fn(i));
+      put->set_value(value);
+    }
+    stubs[si % stubs.size()]->async()->Txn(s.ctx.get(), &s.req, &s.resp,
+                                           [&, si, done](grpc::Status st) {
+                                             {
+                                               std::lock_guard lock(mu);
+                                               free_slots.push_back(si);
+                                             }
+                                             done(st.ok(), st.error_message());
+                                           });
+  };
+  uint64_t failed = RunAll(clients, txns, fn, error);
+  if (failed > 0) *error = std::to_string(failed) + " load Txns failed, first: " + *error;
+  return failed == 0;
+}
+
+}  // namespace etcdw::bench
