@@ -37,7 +37,10 @@ std::string Summary(const Outcome& o) {
   if (!o.ok) return "FAILED: " + o.error;
   std::ostringstream s;
   if (o.has_load) {
-    s << static_cast<long>(o.load.load.ops_per_sec()) << " ops/s";
+    double ops = static_cast<double>(std::max<uint64_t>(o.load.load.ops, 1));
+    s << static_cast<long>(o.load.load.ops_per_sec()) << " ops/s, server CPU "
+      << static_cast<long>(o.load.CpuMicrosPerOp()) << " µs/op, client CPU "
+      << static_cast<long>(o.load.client_cpu_seconds * 1e6 / ops) << " µs/op";
   } else if (!o.scalars.empty()) {
     s << o.scalars.front().name << " " << o.scalars.front().value << " " << o.scalars.front().unit;
   }

@@ -1,5 +1,6 @@
 #include "proc_stats.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -48,6 +49,13 @@ double CpuSeconds(const std::vector<pid_t>& pids) {
   double sum = 0;
   for (pid_t p : pids) sum += CpuSecondsOf(p);
   return sum;
+}
+
+double SelfCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
 double RssBytes(const std::vector<pid_t>& pids) {

@@ -9,6 +9,8 @@ namespace etcdw::bench {
 
 // User + system CPU seconds the processes have used so far (summed; 0 for a gone process).
 double CpuSeconds(const std::vector<pid_t>& pids);
+// User + system CPU seconds this process (the benchmark's clients) has used so far.
+double SelfCpuSeconds();
 // Resident set size now (VmRSS), and its peak since start or the last ResetPeakRss (VmHWM), in
 // bytes, summed over the processes.
 double RssBytes(const std::vector<pid_t>& pids);

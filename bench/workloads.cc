@@ -29,20 +29,23 @@ std::string KeyName(const std::string& prefix, uint64_t i) {
 Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const BenchOptions& opts) {
   Outcome out;
   auto pids = target.pids();
-  double cpu0 = 0, cpu1 = 0;
+  double cpu0 = 0, cpu1 = 0, self0 = 0, self1 = 0;
   LoadWindow window;
   window.warmup = opts.warmup;
   window.measure = opts.measure;
   window.on_window_start = [&] {
     ResetPeakRss(pids);
     cpu0 = CpuSeconds(pids);
+    self0 = SelfCpuSeconds();
   };
   window.on_window_end = [&] {
     cpu1 = CpuSeconds(pids);
+    self1 = SelfCpuSeconds();
     out.load.peak_rss_bytes = PeakRssBytes(pids);
   };
   out.load.load = RunClosedLoop(clients, start, window);
   out.load.server_cpu_seconds = cpu1 - cpu0;
+  out.load.client_cpu_seconds = self1 - self0;
   out.has_load = true;
   if (out.load.load.errors > 0) {
     out.error = std::to_string(out.load.load.errors) +

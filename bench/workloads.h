@@ -26,6 +26,7 @@ struct LoadFigures {
   LoadResult load;
   double server_cpu_seconds = 0;  // over the window, all members
   double peak_rss_bytes = 0;      // peak during the window, summed over members
+  double client_cpu_seconds = 0;  // the benchmark process's own CPU time over the window
   double CpuMicrosPerOp() const {
     return load.ops ? server_cpu_seconds * 1e6 / static_cast<double>(load.ops) : 0;
   }

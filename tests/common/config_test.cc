@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "support/scratch_dir.h"
+
 namespace etcdw::common {
 namespace {
 
@@ -460,21 +462,8 @@ TEST(ParseDurationTest, OutOfRangeBareIntegersAreErrorsNotZero) {
   EXPECT_FALSE(ParseDuration("9000000000000000", hours(1)).ok());
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/etcdw-config-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 TEST(LoadConfigFileTest, ReadsFileAndNamesItInErrors) {
-  TempDir dir;
+  testsupport::ScratchDir dir("config-test");
   const std::string good = dir.path() + "/good.yaml";
   std::ofstream(good) << "name: f1\ninitial-cluster: f1=http://localhost:2380\n";
   auto cfg = LoadConfigFile(good);
@@ -497,7 +486,7 @@ TEST(LoadConfigFileTest, ReadsFileAndNamesItInErrors) {
 }
 
 TEST(PrepareDataDirTest, CreatesMissingDirectoriesOwnerOnly) {
-  TempDir dir;
+  testsupport::ScratchDir dir("config-test");
   EtcdConfig cfg;
   cfg.data_dir = dir.path() + "/a/b/member.etcd";
   ASSERT_TRUE(PrepareDataDir(cfg).ok());
@@ -510,7 +499,7 @@ TEST(PrepareDataDirTest, CreatesMissingDirectoriesOwnerOnly) {
 }
 
 TEST(PrepareDataDirTest, RejectsAFile) {
-  TempDir dir;
+  testsupport::ScratchDir dir("config-test");
   EtcdConfig cfg;
   cfg.data_dir = dir.path() + "/file";
   std::ofstream(cfg.data_dir) << "x";

@@ -25,6 +25,9 @@
 
 namespace etcdw::testing {
 
+// The key "\0": with range_end "\0", a range over every key.
+inline const std::string kZero(1, '\0');
+
 // What one call produced, in comparable form.
 struct Outcome {
   grpc::StatusCode code = grpc::StatusCode::OK;

@@ -6,8 +6,6 @@ namespace {
 
 using etcdserverpb::RangeRequest;
 
-const std::string kZero(1, '\0');
-
 TEST_F(DiffTest, PutThenGetMatchesEtcd) {
   StartBoth();
   Put("a", "1");

@@ -14,8 +14,6 @@ using etcdserverpb::LeaseKeepAliveResponse;
 using etcdserverpb::LeaseTimeToLiveRequest;
 using etcdserverpb::LeaseTimeToLiveResponse;
 
-const std::string kZero(1, '\0');
-
 // A keepalive stream on one member.
 class KeepAliveStream {
  public:

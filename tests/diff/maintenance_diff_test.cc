@@ -15,7 +15,6 @@ namespace {
 using etcdserverpb::AlarmRequest;
 using etcdserverpb::StatusResponse;
 
-const std::string kZero(1, '\0');
 const std::string kNoSpace = "etcdserver: mvcc: database space exceeded";
 
 class MaintenanceDiffTest : public DiffTest {

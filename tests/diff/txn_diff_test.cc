@@ -8,8 +8,6 @@ using etcdserverpb::Compare;
 using etcdserverpb::RequestOp;
 using etcdserverpb::TxnRequest;
 
-const std::string kZero(1, '\0');
-
 // A read-only transaction whose branch shows the compare's outcome.
 TxnRequest Probe(const Compare& c) {
   TxnRequest t;

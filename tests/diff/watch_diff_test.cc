@@ -18,8 +18,6 @@ using etcdserverpb::WatchCreateRequest;
 using etcdserverpb::WatchRequest;
 using etcdserverpb::WatchResponse;
 
-const std::string kZero(1, '\0');
-
 WatchRequest WithFilters(WatchRequest req, std::vector<WatchCreateRequest::FilterType> filters) {
   for (auto f : filters) req.mutable_create_request()->add_filters(f);
   return req;

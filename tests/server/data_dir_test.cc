@@ -23,6 +23,7 @@
 #include "etcdw/server/membership.h"
 #include "etcdw/storage/engine.h"
 #include "etcdw/storage/versioned_key.h"
+#include "support/await.h"
 
 namespace etcdw::server {
 namespace {
@@ -30,13 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using storage::Column;
 
-template <typename T, typename Fn>
-Result<T> Await(Fn&& call) {
-  auto p = std::make_shared<std::promise<Result<T>>>();
-  auto f = p->get_future();
-  call([p](Result<T> r) { p->set_value(std::move(r)); });
-  return f.get();
-}
+using testsupport::Await;
 
 // The identity of the member a snapshot is restored into.
 constexpr char kNewUrl[] = "http://127.0.0.1:23990";

@@ -9,17 +9,12 @@
 #include <thread>
 
 #include "etcdw/common/etcd_errors.h"
+#include "support/await.h"
 
 namespace etcdw::server {
 namespace {
 
-template <typename T, typename Fn>
-Result<T> Await(Fn&& call) {
-  auto p = std::make_shared<std::promise<Result<T>>>();
-  auto f = p->get_future();
-  call([p](Result<T> r) { p->set_value(std::move(r)); });
-  return f.get();
-}
+using testsupport::Await;
 
 class EtcdServerTest : public ::testing::Test {
  protected:

@@ -37,7 +37,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kCluster = 0x1000;
+constexpr uint64_t kClusterId = 0x1000;
 
 // Polls `pred` until it holds or `timeout` passes (generous: the machine may be loaded).
 template <typename Pred>
@@ -239,7 +239,7 @@ struct Member {
 PeerTransportOptions Options(uint64_t id, const std::string& listen = "http://127.0.0.1:0") {
   PeerTransportOptions o;
   o.local_id = id;
-  o.cluster_id = kCluster;
+  o.cluster_id = kClusterId;
   o.listen_urls = {*common::ParseUrl(listen)};
   o.dial_timeout = 2000ms;
   o.max_backoff = 200ms;
@@ -582,7 +582,7 @@ TEST(PeerTransportTest, RefusesPortInUse) {
 
 TEST(PeerTransportTest, WrongClusterOrReceiverIsRejected) {
   auto a_opts = Options(1);
-  a_opts.cluster_id = kCluster + 1;
+  a_opts.cluster_id = kClusterId + 1;
   auto a = StartMember(a_opts);
   auto b = StartMember(Options(2));
   ASSERT_TRUE(a && b);
@@ -597,19 +597,19 @@ TEST(PeerTransportTest, WrongClusterOrReceiverIsRejected) {
   {
     RawConn c(port);
     ASSERT_TRUE(c.connected());
-    ASSERT_TRUE(c.Write(HandshakeBytes(kCluster + 1, 1, 2)));
+    ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId + 1, 1, 2)));
     EXPECT_EQ(ReadAck(c), 2);  // cluster ID mismatch
     EXPECT_TRUE(c.WaitClosed());
   }
   {
     RawConn c(port);
-    ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 7)));
+    ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 7)));
     EXPECT_EQ(ReadAck(c), 3);  // not the receiver
     EXPECT_TRUE(c.WaitClosed());
   }
   {
     RawConn c(port);
-    ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2, /*kind=*/9)));
+    ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2, /*kind=*/9)));
     EXPECT_EQ(ReadAck(c), 4);  // unknown stream kind
     EXPECT_TRUE(c.WaitClosed());
   }
@@ -625,7 +625,7 @@ TEST(PeerTransportTest, HandWrittenFramesFollowTheWireFormat) {
   auto b = StartMember(Options(2));
   ASSERT_TRUE(b);
   RawConn c(b->transport->ports().at(0));
-  ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2)));
+  ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2)));
   ASSERT_EQ(ReadAck(c), 0);
   std::string frames;
   for (uint64_t i = 1; i <= 3; ++i) frames += FrameBytes(1, Msg(1, 2, i, 10).SerializeAsString());
@@ -640,7 +640,7 @@ TEST(PeerTransportTest, CorruptFrameClosesTheConnection) {
   const int port = b->transport->ports().at(0);
   {
     RawConn c(port);
-    ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2)));
+    ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2)));
     ASSERT_EQ(ReadAck(c), 0);
     std::string good = FrameBytes(1, Msg(1, 2, 1).SerializeAsString());
     std::string bad = FrameBytes(1, Msg(1, 2, 2).SerializeAsString());
@@ -650,21 +650,21 @@ TEST(PeerTransportTest, CorruptFrameClosesTheConnection) {
   }
   {
     RawConn c(port);  // a checksum-correct frame whose payload is not a message
-    ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2)));
+    ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2)));
     ASSERT_EQ(ReadAck(c), 0);
     ASSERT_TRUE(c.Write(FrameBytes(1, std::string("\xff\xff\xff\xff\xff", 5))));
     EXPECT_TRUE(c.WaitClosed());
   }
   {
     RawConn c(port);  // a frame type a message stream does not carry
-    ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2)));
+    ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2)));
     ASSERT_EQ(ReadAck(c), 0);
     ASSERT_TRUE(c.Write(FrameBytes(3, "chunk")));
     EXPECT_TRUE(c.WaitClosed());
   }
   {
     RawConn c(port);  // a corrupt handshake
-    std::string h = HandshakeBytes(kCluster, 1, 2);
+    std::string h = HandshakeBytes(kClusterId, 1, 2);
     h[10] ^= 1;
     ASSERT_TRUE(c.Write(h));
     EXPECT_TRUE(c.WaitClosed());
@@ -685,7 +685,7 @@ TEST(PeerTransportTest, FrameLargerThanLimitIsRefused) {
   auto b = StartMember(o);
   ASSERT_TRUE(b);
   RawConn c(b->transport->ports().at(0));
-  ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2)));
+  ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2)));
   ASSERT_EQ(ReadAck(c), 0);
   std::string header;
   Put32(header, (1 << 20) + 1);
@@ -1491,7 +1491,7 @@ TEST(PeerTransportCallTest, HandWrittenCallFramesFollowTheWireFormat) {
   auto b = StartMember(Options(2), inbox.Holder());
   ASSERT_TRUE(b);
   RawConn c(b->transport->ports().at(0));
-  ASSERT_TRUE(c.Write(HandshakeBytes(kCluster, 1, 2, /*kind=*/3)));
+  ASSERT_TRUE(c.Write(HandshakeBytes(kClusterId, 1, 2, /*kind=*/3)));
   ASSERT_EQ(ReadAck(c), 0);
   // u64 call ID | u32 method | request bytes
   std::string req7, req9;
@@ -1549,7 +1549,7 @@ TEST(PeerTransportCallTest, HandWrittenCallFramesFollowTheWireFormat) {
   EXPECT_TRUE(q.WaitClosed());
   // A wrong cluster ID is still refused.
   RawConn w(info->transport->ports().at(0));
-  ASSERT_TRUE(w.Write(HandshakeBytes(kCluster + 5, 0, 0, /*kind=*/4)));
+  ASSERT_TRUE(w.Write(HandshakeBytes(kClusterId + 5, 0, 0, /*kind=*/4)));
   EXPECT_EQ(ReadAck(w), 2);
 }
 

@@ -7,15 +7,14 @@
 #include <cstdio>
 #include <string>
 
+#include "support/clock_util.h"
+
 namespace etcdw::sidecar {
 namespace {
 
 using std::chrono::system_clock;
 
-void SetTimeZone(const char* tz) {
-  setenv("TZ", tz, 1);
-  tzset();
-}
+using testsupport::SetTimeZone;
 
 // "YYYY-MM-DD HH:MM:SS" in UTC, plus `ns` nanoseconds.
 system_clock::time_point Utc(const std::string& s, int64_t ns = 0) {

@@ -7,16 +7,14 @@
 #include <string>
 
 #include "etcdw/common/hash.h"
+#include "support/clock_util.h"
 
 namespace etcdw::sidecar {
 namespace {
 
 using std::chrono::system_clock;
 
-void SetTimeZone(const char* tz) {
-  setenv("TZ", tz, 1);
-  tzset();
-}
+using testsupport::SetTimeZone;
 
 // 2026-01-01T10:00:00Z plus `ns` nanoseconds.
 system_clock::time_point At(int64_t ns = 0) {

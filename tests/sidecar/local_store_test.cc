@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "support/clock_util.h"
+
 namespace etcdw::sidecar {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::chrono::system_clock::time_point Unix(int64_t seconds) {
-  return std::chrono::system_clock::time_point{std::chrono::seconds{seconds}};
-}
+using testsupport::Unix;
 
 class LocalStoreTest : public ::testing::Test {
  protected:

@@ -17,6 +17,7 @@
 #include "etcdw/sidecar/snap_store.h"
 #include "process.h"
 #include "s3rver.h"
+#include "support/clock_util.h"
 #include "test_certs.h"
 
 namespace etcdw::sidecar {
@@ -27,11 +28,9 @@ using etcdw::testing::S3rver;
 using etcdw::testing::TempDir;
 
 constexpr char kBucket[] = "snapshots";
-constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kOneMiB = int64_t{1} << 20;
 
-std::chrono::system_clock::time_point Unix(int64_t seconds) {
-  return std::chrono::system_clock::time_point{std::chrono::seconds{seconds}};
-}
+using testsupport::Unix;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -204,11 +203,11 @@ TEST_F(S3StoreTest, EndpointFromTheCredentialFileAndEmptyPrefix) {
 
 TEST_F(S3StoreTest, MultipartUploadOfALargeFileInParallelParts) {
   SnapStoreOptions o = Options("multipart");
-  o.min_chunk_size = 5 * kMiB;
+  o.min_chunk_size = 5 * kOneMiB;
   o.max_parallel_chunk_uploads = 3;
   auto store = Open(o);
   ASSERT_NE(store, nullptr);
-  const std::string content = RandomBytes(static_cast<size_t>(11 * kMiB + 12345), 7);
+  const std::string content = RandomBytes(static_cast<size_t>(11 * kOneMiB + 12345), 7);
   SnapshotInfo full = NewSnapshot(SnapshotKind::kFull, 0, 5000, Unix(1700000000), "", false);
   Status st = store->Save(full, Source(content));
   ASSERT_TRUE(st.ok()) << st.ToString() << "\n" << server_->log();
@@ -349,7 +348,7 @@ TEST_F(S3StoreTest, MissingOrInvalidCredentialsFailToOpen) {
   ASSERT_FALSE(bad_endpoint.ok());
   EXPECT_NE(bad_endpoint.status().message().find("localhost:4568"), std::string::npos);
   o = Options("x");
-  o.min_chunk_size = kMiB;
+  o.min_chunk_size = kOneMiB;
   EXPECT_FALSE(OpenSnapStore(o).ok());
   o = Options("x");
   o.container.clear();

@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "support/clock_util.h"
+
 namespace etcdw::sidecar {
 namespace {
 
 using std::chrono::system_clock;
 
-system_clock::time_point Unix(int64_t seconds) {
-  return system_clock::time_point{std::chrono::seconds{seconds}};
-}
+using testsupport::Unix;
 
 SnapshotInfo Parsed(const std::string& key) {
   Result<SnapshotInfo> r = ParseSnapshotKey(key);

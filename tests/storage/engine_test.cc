@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "etcdw/storage/versioned_key.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::storage {
 namespace {
@@ -22,19 +23,6 @@ std::unique_ptr<Engine> OpenInMemory(const std::string& name = "/mem/engine") {
   EXPECT_TRUE(e.ok()) << e.status().ToString();
   return e.ok() ? std::move(e).value() : nullptr;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/etcdw-engine-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string Get(const Engine& e, Column c, std::string_view key, const Snapshot* snap = nullptr) {
   auto v = e.Get(c, key, snap);
@@ -544,7 +532,7 @@ TEST(EngineTest, SizesAndMaintenance) {
 }
 
 TEST(EngineTest, InMemoryEnginesAreIndependentAndTouchNoFiles) {
-  TempDir dir;
+  testsupport::ScratchDir dir("engine-test");
   const std::string path = dir.path() + "/db";
   EngineOptions o;
   o.in_memory = true;
@@ -563,7 +551,7 @@ TEST(EngineTest, InMemoryEnginesAreIndependentAndTouchNoFiles) {
 }
 
 TEST(EngineTest, PersistsAcrossReopen) {
-  TempDir dir;
+  testsupport::ScratchDir dir("engine-test");
   const std::string path = dir.path() + "/db";
   {
     auto e = Engine::Open(path, {});
@@ -626,7 +614,7 @@ std::string StoreWithRecordsOnlyInTheWal(const std::string& path, int count) {
 }
 
 TEST(EngineTest, DamagedWalRecordFailsTheOpenInsteadOfDroppingLaterWrites) {
-  TempDir dir;
+  testsupport::ScratchDir dir("engine-test");
   const std::string path = dir.path() + "/db";
   const std::string wal = StoreWithRecordsOnlyInTheWal(path, 200);
   ASSERT_FALSE(wal.empty());
@@ -646,7 +634,7 @@ TEST(EngineTest, DamagedWalRecordFailsTheOpenInsteadOfDroppingLaterWrites) {
 }
 
 TEST(EngineTest, WalTornAtItsEndByACrashDropsOnlyTheUnfinishedRecord) {
-  TempDir dir;
+  testsupport::ScratchDir dir("engine-test");
   const std::string path = dir.path() + "/db";
   const std::string wal = StoreWithRecordsOnlyInTheWal(path, 50);
   ASSERT_FALSE(wal.empty());
@@ -663,7 +651,7 @@ TEST(EngineTest, WalTornAtItsEndByACrashDropsOnlyTheUnfinishedRecord) {
 }
 
 TEST(EngineTest, OpenWithoutCreateFailsOnMissingDatabase) {
-  TempDir dir;
+  testsupport::ScratchDir dir("engine-test");
   EngineOptions o;
   o.create_if_missing = false;
   auto e = Engine::Open(dir.path() + "/missing", o);
@@ -674,7 +662,7 @@ TEST(EngineTest, OpenWithoutCreateFailsOnMissingDatabase) {
 }
 
 TEST(EngineTest, OpenFailsWhenPathIsAFile) {
-  TempDir dir;
+  testsupport::ScratchDir dir("engine-test");
   const std::string file = dir.path() + "/file";
   std::system(("echo x > '" + file + "'").c_str());
   auto e = Engine::Open(file, {});

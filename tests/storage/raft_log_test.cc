@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "support/scratch_dir.h"
+
 namespace etcdw::storage {
 namespace {
 
@@ -22,19 +24,6 @@ std::vector<raftpb::Entry> Range(uint64_t lo, uint64_t hi, uint64_t term) {
   for (uint64_t i = lo; i < hi; ++i) out.push_back(E(i, term));
   return out;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/etcdw-raftlog-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 class RaftLogTest : public testing::Test {
  protected:
@@ -271,7 +260,7 @@ TEST_F(RaftLogTest, AHoleInTheMiddleIsDataLoss) {
 }
 
 TEST(RaftLogReopenTest, EntriesCompactionAndHardStateSurviveReopen) {
-  TempDir dir;
+  testsupport::ScratchDir dir("raftlog-test");
   const std::string path = dir.path() + "/db";
   {
     auto e = Engine::Open(path, {});
@@ -313,7 +302,7 @@ TEST(RaftLogReopenTest, EntriesCompactionAndHardStateSurviveReopen) {
 }
 
 TEST(RaftLogReopenTest, FullyCompactedLogReloads) {
-  TempDir dir;
+  testsupport::ScratchDir dir("raftlog-test");
   const std::string path = dir.path() + "/db";
   {
     auto e = Engine::Open(path, {});

@@ -1,0 +1,33 @@
+// A temporary directory for unit tests, removed with everything in it when destroyed.
+// (Header-only: the unit tests, also built under the sanitizers, link no test support library.)
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+// Not etcdw::testing: that name would hide gtest's ::testing in the tests that include this.
+namespace etcdw::testsupport {
+
+class ScratchDir {
+ public:
+  // Created as /tmp/etcdw-<name>-XXXXXX.
+  explicit ScratchDir(const std::string& name) {
+    std::string tmpl = "/tmp/etcdw-" + name + "-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace etcdw::testsupport
