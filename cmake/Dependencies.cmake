@@ -13,3 +13,7 @@ find_package(Boost 1.74 REQUIRED COMPONENTS system)
 if(ETCDW_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
+# Google Benchmark, for the micro-benchmarks (bench/micro); the sanitizer build has none.
+if(NOT ETCDW_SANITIZE)
+  find_package(benchmark REQUIRED)
+endif()

@@ -54,7 +54,7 @@ bool PlainEvents(const WatchResponse& r) {
 
 }  // namespace
 
-bool WatchStream::Enqueue(WatchResponse&& resp, bool force) {
+bool WatchStream::Enqueue(WatchResponse&& resp, bool force, bool defer_start) {
   size_t size = resp.ByteSizeLong();
   std::unique_lock lock(mu_);
   if (closed_) return true;  // nobody listens any more
@@ -74,7 +74,7 @@ bool WatchStream::Enqueue(WatchResponse&& resp, bool force) {
     queued_bytes_ += size;
     return true;
   }
-  if (!writing_) {
+  if (!writing_ && !defer_start) {
     writing_ = true;
     current_ = std::move(resp);
     lock.unlock();
@@ -84,8 +84,18 @@ bool WatchStream::Enqueue(WatchResponse&& resp, bool force) {
   queued_bytes_ += size;
   back_bytes_ = size;
   queue_.push_back(std::move(resp));
+  if (!writing_) {
+    // Deferred: the hub's sender thread starts the write (and meanwhile more events merge
+    // into this response).
+    writing_ = true;
+    lock.unlock();
+    auto self = weak_from_this().lock();
+    if (!self || !hub_.ScheduleStart(std::move(self))) StartQueued();
+  }
   return true;
 }
+
+void WatchStream::StartQueued() { WriteDone(true); }
 
 void WatchStream::WriteDone(bool ok) {
   std::unique_lock lock(mu_);
@@ -228,6 +238,13 @@ WatchHub::WatchHub(const mvcc::KvStore& store, WatchHubOptions opts)
 WatchHub::~WatchHub() { Stop(); }
 
 void WatchHub::Start() {
+  {
+    std::lock_guard lock(send_mu_);
+    if (!sender_.joinable()) {
+      send_stop_ = false;
+      sender_ = std::thread([this] { SenderLoop(); });
+    }
+  }
   std::lock_guard lock(cu_mu_);
   if (catchup_.joinable()) return;
   stop_ = false;
@@ -241,6 +258,36 @@ void WatchHub::Stop() {
   }
   cu_cv_.notify_all();
   if (catchup_.joinable()) catchup_.join();
+  {
+    std::lock_guard lock(send_mu_);
+    send_stop_ = true;  // later deferred starts run inline
+  }
+  send_cv_.notify_all();
+  if (sender_.joinable()) sender_.join();
+}
+
+bool WatchHub::ScheduleStart(std::shared_ptr<WatchStream> s) {
+  {
+    std::lock_guard lock(send_mu_);
+    if (send_stop_ || !sender_.joinable()) return false;
+    to_start_.push_back(std::move(s));
+  }
+  send_cv_.notify_one();
+  return true;
+}
+
+void WatchHub::SenderLoop() {
+  std::unique_lock lock(send_mu_);
+  while (true) {
+    send_cv_.wait(lock, [&] { return send_stop_ || !to_start_.empty(); });
+    if (to_start_.empty()) return;  // stopping, and every scheduled start has run
+    std::deque<std::shared_ptr<WatchStream>> batch;
+    batch.swap(to_start_);
+    lock.unlock();
+    for (auto& s : batch) s->StartQueued();
+    batch.clear();  // streams may be released here, outside send_mu_
+    lock.lock();
+  }
 }
 
 std::shared_ptr<WatchStream> WatchHub::NewStream(WatchSink* sink) {
@@ -350,7 +397,7 @@ void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t 
             victims.push_back(w);  // keep it in history instead of in memory
             continue;
           }
-          for (auto& r : responses) w->stream->Enqueue(std::move(r), true);
+          for (auto& r : responses) w->stream->Enqueue(std::move(r), true, true);
           w->events_since_tick = true;
         }
         w->next_rev = rc.rev + 1;

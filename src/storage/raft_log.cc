@@ -1,5 +1,6 @@
 #include "etcdw/storage/raft_log.h"
 
+#include <algorithm>
 #include <string>
 
 namespace etcdw::storage {
@@ -37,7 +38,28 @@ Status RaftLog::Load() {
     }
   }
   ETCDW_RETURN_IF_ERROR(it->status());
+  std::lock_guard lock(runs_mu_);
+  runs_.clear();
+  runs_from_ = last_ + 1;
   return Status::Ok();
+}
+
+std::optional<uint64_t> RaftLog::CachedTerm(uint64_t index) const {
+  std::lock_guard lock(runs_mu_);
+  if (index < runs_from_ || runs_.empty()) return std::nullopt;
+  // The last run starting at or before `index`.
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), index,
+                             [](uint64_t i, const TermRun& r) { return i < r.first; });
+  if (it == runs_.begin()) return std::nullopt;
+  return std::prev(it)->term;
+}
+
+void RaftLog::TruncateRunsFrom(uint64_t index) {
+  while (!runs_.empty() && runs_.back().first >= index) runs_.pop_back();
+  if (index < runs_from_) {
+    runs_.clear();
+    runs_from_ = index;
+  }
 }
 
 Result<uint64_t> RaftLog::Term(uint64_t index) const {
@@ -45,6 +67,7 @@ Result<uint64_t> RaftLog::Term(uint64_t index) const {
   if (index < first_ || index > last_) {
     return Status(Code::kOutOfRange, "raft log has no entry " + std::to_string(index));
   }
+  if (auto cached = CachedTerm(index)) return *cached;
   ETCDW_ASSIGN_OR_RETURN(auto v, engine_.Get(Column::kRaftLog, EncodeFixed64BE(index)));
   raftpb::Entry e;
   if (!v || !e.ParseFromString(*v)) {
@@ -121,6 +144,15 @@ void RaftLog::StageCompact(Batch& batch, uint64_t index, uint64_t term) {
 
 void RaftLog::CommittedAppend(const std::vector<raftpb::Entry>& entries) {
   if (entries.empty()) return;
+  {
+    std::lock_guard lock(runs_mu_);
+    // The cache covers [runs_from_, last_] and the entries are contiguous with the log, so
+    // after dropping the replaced suffix the new runs continue it.
+    TruncateRunsFrom(entries.front().index());
+    for (const auto& e : entries) {
+      if (runs_.empty() || runs_.back().term != e.term()) runs_.push_back({e.index(), e.term()});
+    }
+  }
   last_ = entries.back().index();
 }
 
@@ -129,6 +161,16 @@ void RaftLog::CommittedCompact(uint64_t index, uint64_t term) {
   first_ = index + 1;
   compacted_term_ = term;
   if (last_ < index) last_ = index;
+  std::lock_guard lock(runs_mu_);
+  // Runs wholly below the new first index go; the one holding it stays.
+  size_t drop = 0;
+  while (drop + 1 < runs_.size() && runs_[drop + 1].first <= first_) ++drop;
+  runs_.erase(runs_.begin(), runs_.begin() + static_cast<std::ptrdiff_t>(drop));
+  if (runs_from_ < first_) runs_from_ = first_;
+  if (first_ > last_) {
+    runs_.clear();
+    runs_from_ = first_;
+  }
 }
 
 }  // namespace etcdw::storage
@@ -144,6 +186,9 @@ void RaftLog::CommittedReset(uint64_t index, uint64_t term) {
   first_ = index + 1;
   last_ = index;
   compacted_term_ = term;
+  std::lock_guard lock(runs_mu_);
+  runs_.clear();
+  runs_from_ = first_;
 }
 
 }  // namespace etcdw::storage

@@ -61,8 +61,13 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
   WatchStream(WatchHub& hub, WatchSink* sink);
 
   // Queues a response. `force` ignores the size limit (control messages, catch-up batches the
-  // caller sized). Returns false when the response did not fit.
-  bool Enqueue(etcdserverpb::WatchResponse&& resp, bool force);
+  // caller sized). Returns false when the response did not fit. `defer_start`: an idle stream's
+  // write is started by the hub's sender thread, not by the caller (the apply thread must not
+  // spend its time in gRPC writes to every watcher).
+  bool Enqueue(etcdserverpb::WatchResponse&& resp, bool force, bool defer_start = false);
+  // Starts the write of the first queued response (a deferred start), or finishes the stream if
+  // it was closed meanwhile.
+  void StartQueued();
   // The largest response Enqueue builds by merging queued event responses.
   static constexpr size_t kMergedResponseBytes = size_t{256} << 10;
   bool HasRoom() const;
@@ -107,7 +112,7 @@ class WatchHub {
   WatchHub(const mvcc::KvStore& store, WatchHubOptions opts);
   ~WatchHub();
 
-  // Starts / stops the catch-up thread.
+  // Starts / stops the catch-up and sender threads.
   void Start();
   void Stop();
 
@@ -139,6 +144,10 @@ class WatchHub {
   // One catch-up pass; returns true if any watcher made progress.
   bool CatchUpOnce();
   void WakeCatchUp();
+  // Hands a deferred write start to the sender thread; false when it is not running (the
+  // caller starts the write itself).
+  bool ScheduleStart(std::shared_ptr<WatchStream> s);
+  void SenderLoop();
   // A stream got room to send: only watchers waiting in history can use it. Skips the wake-up
   // (a futex call and a pass over the hub under its mutex) when there are none.
   void WakeCatchUpIfUnsynced();
@@ -160,6 +169,13 @@ class WatchHub {
   bool cu_wake_ = false;
   bool stop_ = false;
   std::thread catchup_;
+
+  // The sender thread: starts deferred writes (see WatchStream::Enqueue).
+  std::mutex send_mu_;
+  std::condition_variable send_cv_;
+  std::deque<std::shared_ptr<WatchStream>> to_start_;
+  bool send_stop_ = false;
+  std::thread sender_;
 };
 
 }  // namespace etcdw::server

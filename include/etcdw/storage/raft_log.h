@@ -5,9 +5,14 @@
 //
 // Thread-safety: one writer thread; const readers may run concurrently with it only through
 // Entries()/Term() on indexes the writer is not truncating.
+//
+// Terms are kept in memory as runs (the first index of each term), so Term() of an entry this
+// process appended needs no read and no parse: Raft asks for terms several times per Ready.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "etcdw/common/status.h"
@@ -57,6 +62,18 @@ class RaftLog {
   uint64_t last_ = 0;
   uint64_t compacted_term_ = 0;
   raftpb::HardState hard_state_;
+
+  // Term runs of the entries [runs_from_, last_]: runs_[k] = (first index, term), ascending.
+  // Entries below runs_from_ (held before this process started) are read from the engine.
+  struct TermRun {
+    uint64_t first;
+    uint64_t term;
+  };
+  void TruncateRunsFrom(uint64_t index);  // forget terms of entries >= index
+  std::optional<uint64_t> CachedTerm(uint64_t index) const;
+  mutable std::mutex runs_mu_;  // readers may call Term() concurrently with the writer
+  std::vector<TermRun> runs_;
+  uint64_t runs_from_ = 1;
 };
 
 }  // namespace etcdw::storage
