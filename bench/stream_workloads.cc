@@ -146,22 +146,25 @@ Outcome WatchFanOut(Target& target, const BenchOptions& opts) {
   {
     // The putters' window is the watchers' window.
     auto pids = target.pids();
-    double cpu0 = 0, cpu1 = 0;
+    double cpu0 = 0, cpu1 = 0, self0 = 0, self1 = 0;
     LoadWindow window{opts.warmup, opts.measure};
     window.on_window_start = [&] {
       ResetPeakRss(pids);
       cpu0 = CpuSeconds(pids);
+      self0 = SelfCpuSeconds();
       measuring = true;
     };
     window.on_window_end = [&] {
       measuring = false;
       cpu1 = CpuSeconds(pids);
+      self1 = SelfCpuSeconds();
       out.load.peak_rss_bytes = PeakRssBytes(pids);
     };
     LoadResult puts = RunClosedLoop(kPutters, start, window);
     stop_all();
     out.has_load = true;
     out.load.server_cpu_seconds = cpu1 - cpu0;
+    out.load.client_cpu_seconds = self1 - self0;
     out.load.load.seconds = puts.seconds;
     for (auto& w : watchers) {
       out.load.load.ops += w->events();
