@@ -11,11 +11,6 @@ namespace {
 constexpr uint64_t kKeySpace = 100000;
 const std::string kValue(256, 'v');
 
-// Completes `done` from a gRPC status.
-auto Finish(Done done) {
-  return [done = std::move(done)](grpc::Status st) { done(st.ok(), st.error_message()); };
-}
-
 // Puts of 256-byte values on random keys of a 100k key space.
 Outcome Puts(Target& target, int clients, int connections, const BenchOptions& opts) {
   auto stubs = Stubs<etcdserverpb::KV>(target.Channels(connections));
@@ -35,80 +30,71 @@ Outcome Puts(Target& target, int clients, int connections, const BenchOptions& o
     s.ctx = NewContext();
     s.req.set_key(KeyName("/put/", s.rng() % kKeySpace));
     stubs[static_cast<size_t>(c) % stubs.size()]->async()->Put(s.ctx.get(), &s.req, &s.resp,
-                                                               Finish(std::move(done)));
+                                                               OnStatus(std::move(done)));
   };
   return MeasureLoad(target, clients, start, opts);
 }
 
-// Single-key ranges of a present key, linearizable or serializable.
-Outcome Ranges(Target& target, bool serializable, const BenchOptions& opts) {
-  constexpr int kClients = 64, kConnections = 16;
-  etcdserverpb::PutResponse put;
-  auto ctx = NewContext();
-  etcdserverpb::PutRequest put_req;
-  put_req.set_key("/range/one");
-  put_req.set_value(kValue);
-  auto kv = etcdserverpb::KV::NewStub(target.NewChannel(0));
-  if (auto st = kv->Put(ctx.get(), put_req, &put); !st.ok()) {
-    return Outcome{.error = "preload: " + st.error_message()};
-  }
-  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
+// `clients` closed loops of the same Range over 16 connections; `check` names what is wrong
+// with an answer (empty when it is right).
+Outcome RangeLoad(Target& target, int clients, const etcdserverpb::RangeRequest& req,
+                  const std::function<std::string(const etcdserverpb::RangeResponse&)>& check,
+                  const BenchOptions& opts) {
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(16));
   struct Slot {
     std::unique_ptr<grpc::ClientContext> ctx;
-    etcdserverpb::RangeRequest req;
     etcdserverpb::RangeResponse resp;
   };
-  std::vector<Slot> slots(kClients);
-  for (auto& s : slots) {
-    s.req.set_key("/range/one");
-    s.req.set_serializable(serializable);
-  }
+  std::vector<Slot> slots(static_cast<size_t>(clients));
   StartOp start = [&](int c, Done done) {
     Slot& s = slots[static_cast<size_t>(c)];
     s.ctx = NewContext();
     stubs[static_cast<size_t>(c) % stubs.size()]->async()->Range(
-        s.ctx.get(), &s.req, &s.resp, [&s, done](grpc::Status st) {
-          if (st.ok() && s.resp.kvs_size() != 1) return done(false, "key not found");
-          done(st.ok(), st.error_message());
+        s.ctx.get(), &req, &s.resp, [&s, &check, done](grpc::Status st) {
+          if (!st.ok()) return done(false, st.error_message());
+          std::string wrong = check(s.resp);
+          done(wrong.empty(), wrong);
         });
   };
-  return MeasureLoad(target, kClients, start, opts);
+  return MeasureLoad(target, clients, start, opts);
 }
 
-// Ranges of 1000 keys (limit 1000) over 10k keys of 256 B.
-Outcome LimitedRanges(Target& target, const BenchOptions& opts) {
-  constexpr int kClients = 16, kConnections = 16;
-  constexpr uint64_t kKeys = 10000;
+// Single-key ranges of a present key, linearizable or serializable, 64 clients.
+Outcome Ranges(Target& target, bool serializable, const BenchOptions& opts) {
   std::string error;
   if (!BulkLoad(
-          target, kKeys, [](uint64_t i) { return KeyName("/many/", i); }, kValue, 8, &error)) {
+          target, 1, [](uint64_t) { return std::string("/range/one"); }, kValue, 1, &error)) {
     return Outcome{.error = "preload: " + error};
   }
-  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
-  struct Slot {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    etcdserverpb::RangeRequest req;
-    etcdserverpb::RangeResponse resp;
-  };
-  std::vector<Slot> slots(kClients);
-  for (auto& s : slots) {
-    s.req.set_key("/many/");
-    s.req.set_range_end("/many0");  // the prefix's end: '/' + 1
-    s.req.set_limit(1000);
+  etcdserverpb::RangeRequest req;
+  req.set_key("/range/one");
+  req.set_serializable(serializable);
+  return RangeLoad(
+      target, 64, req,
+      [](const etcdserverpb::RangeResponse& r) {
+        return r.kvs_size() == 1 ? std::string() : std::string("key not found");
+      },
+      opts);
+}
+
+// Ranges of 1000 keys (limit 1000) over 10k keys of 256 B, 16 clients.
+Outcome LimitedRanges(Target& target, const BenchOptions& opts) {
+  std::string error;
+  if (!BulkLoad(
+          target, 10000, [](uint64_t i) { return KeyName("/many/", i); }, kValue, 8, &error)) {
+    return Outcome{.error = "preload: " + error};
   }
-  StartOp start = [&](int c, Done done) {
-    Slot& s = slots[static_cast<size_t>(c)];
-    s.ctx = NewContext();
-    stubs[static_cast<size_t>(c) % stubs.size()]->async()->Range(
-        s.ctx.get(), &s.req, &s.resp, [&s, done](grpc::Status st) {
-          if (st.ok() && (s.resp.kvs_size() != 1000 || !s.resp.more())) {
-            return done(false, "expected 1000 keys and more=true, got " +
-                                   std::to_string(s.resp.kvs_size()));
-          }
-          done(st.ok(), st.error_message());
-        });
-  };
-  return MeasureLoad(target, kClients, start, opts);
+  etcdserverpb::RangeRequest req;
+  req.set_key("/many/");
+  req.set_range_end("/many0");  // the prefix's end: '/' + 1
+  req.set_limit(1000);
+  return RangeLoad(
+      target, 16, req,
+      [](const etcdserverpb::RangeResponse& r) {
+        if (r.kvs_size() == 1000 && r.more()) return std::string();
+        return "expected 1000 keys and more=true, got " + std::to_string(r.kvs_size());
+      },
+      opts);
 }
 
 // Compare-and-swap: read a random key of 10k, then a Txn that puts it only if its mod_revision
@@ -150,7 +136,7 @@ Outcome CompareAndSwap(Target& target, const BenchOptions& opts) {
       put->set_key(s.range.key());
       put->set_value(kValue);
       s.ctx = NewContext();
-      stub->async()->Txn(s.ctx.get(), &s.txn, &s.txn_resp, Finish(done));
+      stub->async()->Txn(s.ctx.get(), &s.txn, &s.txn_resp, OnStatus(done));
     });
   };
   return MeasureLoad(target, kClients, start, opts);

@@ -89,35 +89,44 @@ LoadResult RunClosedLoop(int clients, const StartOp& start, const LoadWindow& wi
   return r;
 }
 
-uint64_t RunAll(int clients, uint64_t count, const std::function<void(uint64_t, Done)>& fn,
-                std::string* first_error) {
-  struct State {
-    std::atomic<uint64_t> next{0};
-    std::atomic<uint64_t> failed{0};
-    std::mutex mu;
-    std::condition_variable cv;
-    int running = 0;
-    std::string first_error;
-  };
-  auto s = std::make_shared<State>();
-  s->running = clients;
-  auto loop = std::make_shared<std::function<void()>>();
-  *loop = [s, count, &fn, loop_weak = std::weak_ptr<std::function<void()>>(loop)]() {
-    uint64_t i = s->next.fetch_add(1);
-    if (i >= count) {
+namespace {
+
+// Shared by the loops of one RunAll; outlives every callback (RunAll waits for all loops).
+struct AllState {
+  const IndexedOp* fn = nullptr;
+  uint64_t count = 0;
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> failed{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;          // under mu
+  std::string first_error;  // under mu
+};
+
+void NextIndex(const std::shared_ptr<AllState>& s, int client) {
+  uint64_t i = s->next.fetch_add(1);
+  if (i >= s->count) {
+    std::lock_guard lock(s->mu);
+    if (--s->running == 0) s->cv.notify_all();
+    return;
+  }
+  (*s->fn)(client, i, [s, client](bool ok, const std::string& error) {
+    if (!ok && s->failed.fetch_add(1) == 0) {
       std::lock_guard lock(s->mu);
-      if (--s->running == 0) s->cv.notify_all();
-      return;
+      s->first_error = error;
     }
-    fn(i, [s, loop_weak](bool ok, const std::string& error) {
-      if (!ok && s->failed.fetch_add(1) == 0) {
-        std::lock_guard lock(s->mu);
-        s->first_error = error;
-      }
-      if (auto l = loop_weak.lock()) (*l)();
-    });
-  };
-  for (int i = 0; i < clients; ++i) (*loop)();
+    NextIndex(s, client);
+  });
+}
+
+}  // namespace
+
+uint64_t RunAll(int clients, uint64_t count, const IndexedOp& fn, std::string* first_error) {
+  auto s = std::make_shared<AllState>();
+  s->fn = &fn;
+  s->count = count;
+  s->running = clients;
+  for (int c = 0; c < clients; ++c) NextIndex(s, c);
   std::unique_lock lock(s->mu);
   s->cv.wait(lock, [&] { return s->running == 0; });
   if (first_error) *first_error = s->first_error;

@@ -48,9 +48,11 @@ struct LoadWindow {
 // operations in flight. Returns the measured window's figures.
 LoadResult RunClosedLoop(int clients, const StartOp& start, const LoadWindow& window);
 
+// Operation number `index`, run by loop `client` (one at a time per client, as StartOp).
+using IndexedOp = std::function<void(int client, uint64_t index, Done done)>;
+
 // Runs `fn` for every index in [0, count) across `clients` closed loops until all are done (no
 // window: used to load data). Returns the number that failed and the first error.
-uint64_t RunAll(int clients, uint64_t count, const std::function<void(uint64_t, Done)>& fn,
-                std::string* first_error);
+uint64_t RunAll(int clients, uint64_t count, const IndexedOp& fn, std::string* first_error);
 
 }  // namespace etcdw::bench

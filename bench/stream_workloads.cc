@@ -5,7 +5,6 @@
 #include <mutex>
 #include <random>
 
-#include "proc_stats.h"
 #include "workloads.h"
 
 namespace etcdw::bench {
@@ -138,48 +137,28 @@ Outcome WatchFanOut(Target& target, const BenchOptions& opts) {
     int64_t sent = NowNanos();
     std::memcpy(value.data(), &sent, sizeof sent);
     s.req.set_value(std::move(value));
-    put_stubs[static_cast<size_t>(c) % put_stubs.size()]->async()->Put(
-        s.ctx.get(), &s.req, &s.resp,
-        [done](grpc::Status st) { done(st.ok(), st.error_message()); });
+    put_stubs[static_cast<size_t>(c) % put_stubs.size()]->async()->Put(s.ctx.get(), &s.req, &s.resp,
+                                                                       OnStatus(done));
   };
-  Outcome out;
-  {
-    // The putters' window is the watchers' window.
-    auto pids = target.pids();
-    double cpu0 = 0, cpu1 = 0, self0 = 0, self1 = 0;
-    LoadWindow window{opts.warmup, opts.measure};
-    window.on_window_start = [&] {
-      ResetPeakRss(pids);
-      cpu0 = CpuSeconds(pids);
-      self0 = SelfCpuSeconds();
-      measuring = true;
-    };
-    window.on_window_end = [&] {
-      measuring = false;
-      cpu1 = CpuSeconds(pids);
-      self1 = SelfCpuSeconds();
-      out.load.peak_rss_bytes = PeakRssBytes(pids);
-    };
-    LoadResult puts = RunClosedLoop(kPutters, start, window);
-    stop_all();
-    out.has_load = true;
-    out.load.server_cpu_seconds = cpu1 - cpu0;
-    out.load.client_cpu_seconds = self1 - self0;
-    out.load.load.seconds = puts.seconds;
-    for (auto& w : watchers) {
-      out.load.load.ops += w->events();
-      auto& m = w->micros();
-      out.load.load.latency.micros.insert(out.load.load.latency.micros.end(), m.begin(), m.end());
-    }
-    if (puts.errors > 0) {
-      out.error = std::to_string(puts.errors) + " puts failed, first: " + puts.first_error;
-    } else if (out.load.load.ops == 0) {
-      out.error = "no event delivered";
-    } else {
-      out.ok = true;
-    }
-    out.scalars.push_back({"puts/s during watch fan-out", "ops/s", puts.ops_per_sec(), true});
+  // The putters' window is the watchers' window; the figures are the watchers'.
+  Outcome out = MeasureLoad(target, kPutters, start, opts,
+                            {[&] { measuring = true; }, [&] { measuring = false; }});
+  stop_all();
+  if (!out.ok) return out;
+  double puts_per_sec = out.load.load.ops_per_sec();
+  LoadResult delivered;
+  delivered.seconds = out.load.load.seconds;
+  for (auto& w : watchers) {
+    delivered.ops += w->events();
+    auto& m = w->micros();
+    delivered.latency.micros.insert(delivered.latency.micros.end(), m.begin(), m.end());
   }
+  out.load.load = std::move(delivered);
+  if (out.load.load.ops == 0) {
+    out.ok = false;
+    out.error = "no event delivered";
+  }
+  out.scalars.push_back({"puts/s during watch fan-out", "ops/s", puts_per_sec, true});
   return out;
 }
 
@@ -253,9 +232,7 @@ Outcome LeaseChurn(Target& target, const BenchOptions& opts) {
             if (!ok) return done(false, error);
             s.revoke.set_id(s.grant_resp.id());
             s.ctx = NewContext();
-            stub->async()->LeaseRevoke(
-                s.ctx.get(), &s.revoke, &s.revoke_resp,
-                [done](grpc::Status st) { done(st.ok(), st.error_message()); });
+            stub->async()->LeaseRevoke(s.ctx.get(), &s.revoke, &s.revoke_resp, OnStatus(done));
           });
         });
   };

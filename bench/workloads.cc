@@ -14,6 +14,10 @@ std::vector<Workload> AllWorkloads() {
   return all;
 }
 
+std::function<void(grpc::Status)> OnStatus(Done done) {
+  return [done = std::move(done)](grpc::Status st) { done(st.ok(), st.error_message()); };
+}
+
 std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::seconds timeout) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + timeout);
@@ -26,7 +30,8 @@ std::string KeyName(const std::string& prefix, uint64_t i) {
   return prefix + digits;
 }
 
-Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const BenchOptions& opts) {
+Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const BenchOptions& opts,
+                    const WindowHooks& hooks) {
   Outcome out;
   auto pids = target.pids();
   double cpu0 = 0, cpu1 = 0, self0 = 0, self1 = 0;
@@ -37,8 +42,10 @@ Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const Ben
     ResetPeakRss(pids);
     cpu0 = CpuSeconds(pids);
     self0 = SelfCpuSeconds();
+    if (hooks.on_start) hooks.on_start();
   };
   window.on_window_end = [&] {
+    if (hooks.on_end) hooks.on_end();
     cpu1 = CpuSeconds(pids);
     self1 = SelfCpuSeconds();
     out.load.peak_rss_bytes = PeakRssBytes(pids);
@@ -68,21 +75,10 @@ bool BulkLoad(Target& target, uint64_t count, const std::function<std::string(ui
     etcdserverpb::TxnRequest req;
     etcdserverpb::TxnResponse resp;
   };
-  // One slot per loop: RunAll hands each index to whichever loop is free, so slots are taken
-  // from a free list guarded by a mutex.
   std::vector<Slot> slots(static_cast<size_t>(clients));
-  std::vector<size_t> free_slots;
-  for (size_t i = 0; i < slots.size(); ++i) free_slots.push_back(i);
-  std::mutex mu;
   uint64_t txns = (count + kPerTxn - 1) / kPerTxn;
-  auto fn = [&](uint64_t t, Done done) {
-    size_t si;
-    {
-      std::lock_guard lock(mu);
-      si = free_slots.back();
-      free_slots.pop_back();
-    }
-    Slot& s = slots[si];
+  auto fn = [&](int client, uint64_t t, Done done) {
+    Slot& s = slots[static_cast<size_t>(client)];
     s.ctx = NewContext();
     s.req.Clear();
     for (uint64_t i = t * kPerTxn; i < std::min(count, (t + 1) * kPerTxn); ++i) {
@@ -90,14 +86,8 @@ bool BulkLoad(Target& target, uint64_t count, const std::function<std::string(ui
       put->set_key(key_fn(i));
       put->set_value(value);
     }
-    stubs[si % stubs.size()]->async()->Txn(s.ctx.get(), &s.req, &s.resp,
-                                           [&, si, done](grpc::Status st) {
-                                             {
-                                               std::lock_guard lock(mu);
-                                               free_slots.push_back(si);
-                                             }
-                                             done(st.ok(), st.error_message());
-                                           });
+    stubs[static_cast<size_t>(client) % stubs.size()]->async()->Txn(s.ctx.get(), &s.req, &s.resp,
+                                                                    OnStatus(std::move(done)));
   };
   uint64_t failed = RunAll(clients, txns, fn, error);
   if (failed > 0) *error = std::to_string(failed) + " load Txns failed, first: " + *error;

@@ -63,9 +63,19 @@ std::vector<Workload> KvWorkloads();
 std::vector<Workload> StreamWorkloads();
 std::vector<Workload> DataWorkloads();
 
+// Called when the measured window opens (after the samples) and closes (before them).
+struct WindowHooks {
+  std::function<void()> on_start;
+  std::function<void()> on_end;
+};
+
 // Runs `clients` closed loops of `start` in a measured window, sampling the target's CPU time at
 // the window's edges and its peak RSS over it.
-Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const BenchOptions& opts);
+Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const BenchOptions& opts,
+                    const WindowHooks& hooks = {});
+
+// A gRPC completion callback that completes `done` with the call's status.
+std::function<void(grpc::Status)> OnStatus(Done done);
 
 // A client context with a deadline (a stuck server fails the workload instead of hanging it).
 std::unique_ptr<grpc::ClientContext> NewContext(

@@ -1,27 +1,12 @@
 #include "bench_util.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
-#include <system_error>
-
 namespace etcdw::bench {
-
-ScratchDir::ScratchDir(const std::string& tag) {
-  std::string tmpl = "/tmp/etcdw-micro-" + tag + "-XXXXXX";
-  if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-}
-
-ScratchDir::~ScratchDir() {
-  if (path_.empty()) return;
-  std::error_code ec;  // best effort: a leftover directory is not worth failing the run
-  std::filesystem::remove_all(path_, ec);
-}
 
 Result<DiskEngine> OpenDiskEngine(const std::string& tag) {
   DiskEngine d;
-  d.dir = std::make_unique<ScratchDir>(tag);
-  if (d.dir->path().empty()) return Internal("cannot create a scratch directory under /tmp");
+  d.dir = std::make_unique<testsupport::ScratchDir>("micro-" + tag);
+  if (d.dir->path().empty())
+    return Internal("cannot create a scratch directory under $TMPDIR (default /tmp)");
   auto engine = storage::Engine::Open(d.dir->path() + "/store", {});
   if (!engine.ok()) return engine.status();
   d.engine = std::move(engine).value();

@@ -1,7 +1,7 @@
 // Helpers shared by the micro-benchmarks: scratch directories and on-disk engines.
 //
 // The benchmarks measure the code the server runs, on a real RocksDB engine in a directory
-// under /tmp (never the in-memory engine, whose costs differ), so a regression in our code or in
+// under $TMPDIR (never the in-memory engine, whose costs differ), so a regression in our code or in
 // how we drive RocksDB shows up here before the end-to-end benchmark.
 #pragma once
 
@@ -12,28 +12,14 @@
 
 #include "etcdw/common/status.h"
 #include "etcdw/storage/engine.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::bench {
-
-// A fresh directory under /tmp, removed with everything in it when the object is destroyed.
-class ScratchDir {
- public:
-  // `tag` names the directory (etcdw-micro-<tag>-XXXXXX). path() is empty if creation failed.
-  explicit ScratchDir(const std::string& tag);
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // An engine with the server's default options (etcd_server.cc opens it with {}) in its own
 // scratch directory. Members are destroyed engine first, then the directory.
 struct DiskEngine {
-  std::unique_ptr<ScratchDir> dir;
+  std::unique_ptr<testsupport::ScratchDir> dir;
   std::unique_ptr<storage::Engine> engine;
 };
 

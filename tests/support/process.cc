@@ -172,19 +172,6 @@ int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_te
   return result;
 }
 
-TempDir::TempDir() {
-  // $TMPDIR if set (bench/ uses it to put data directories on the filesystem under test).
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/etcdw-test-XXXXXX";
-  char* p = mkdtemp(tmpl.data());
-  path_ = p ? p : "/tmp/etcdw-test-fallback";
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 namespace {
 
 // The kernel's ephemeral range [low, high]: outgoing connections take their local ports from it,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.h"
+
 namespace etcdw::testing {
 
 // A child process whose stdout and stderr go to a log file. Killed (SIGKILL) when destroyed.
@@ -51,15 +53,11 @@ int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_te
 template <typename Cond>
 bool WaitFor(Cond cond, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
-class TempDir {
+// The data and log directory of a test process's servers ($TMPDIR/etcdw-test-XXXXXX).
+class TempDir : public testsupport::ScratchDir {
  public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : ScratchDir("test") {}
+  std::string File(const std::string& name) const { return path() + "/" + name; }
 };
 
 // A TCP port on 127.0.0.1 that was free when checked, outside the kernel's ephemeral range (so no

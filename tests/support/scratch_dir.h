@@ -1,5 +1,5 @@
-// A temporary directory for unit tests, removed with everything in it when destroyed.
-// (Header-only: the unit tests, also built under the sanitizers, link no test support library.)
+// A temporary directory, removed with everything in it when destroyed. Header-only: the unit
+// tests (also built under the sanitizers) and the micro-benchmarks link no test support library.
 #pragma once
 
 #include <stdlib.h>
@@ -13,9 +13,11 @@ namespace etcdw::testsupport {
 
 class ScratchDir {
  public:
-  // Created as /tmp/etcdw-<name>-XXXXXX.
+  // Created as $TMPDIR/etcdw-<name>-XXXXXX ($TMPDIR defaults to /tmp). path() is empty if the
+  // directory could not be created.
   explicit ScratchDir(const std::string& name) {
-    std::string tmpl = "/tmp/etcdw-" + name + "-XXXXXX";
+    const char* base = ::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/etcdw-" + name + "-XXXXXX";
     path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
   }
   ~ScratchDir() {
