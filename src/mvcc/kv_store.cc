@@ -19,12 +19,13 @@ namespace {
 class SnapshotView final : public ReadView {
  public:
   SnapshotView(const storage::Engine& engine, std::unique_ptr<storage::Snapshot> snap, int64_t rev,
-               int64_t compact_rev, const LeaseTable& leases)
+               int64_t compact_rev, const LeaseTable& leases, const KeyIndex& index)
       : engine_(engine),
         snap_(std::move(snap)),
         rev_(rev),
         compact_rev_(compact_rev),
-        leases_(leases) {}
+        leases_(leases),
+        index_(index) {}
   int64_t Rev() const override { return rev_; }
   int64_t CompactRev() const override { return compact_rev_; }
   std::unique_ptr<storage::Iterator> NewKeysIterator(
@@ -34,6 +35,18 @@ class SnapshotView final : public ReadView {
     return engine_.NewIterator(Column::kKeys, o);
   }
   const LeaseTable& leases() const override { return leases_; }
+  std::optional<int64_t> CountLive(const KeyRange& range) const override {
+    return index_.Count(range, rev_);
+  }
+  std::optional<Result<std::optional<mvccpb::KeyValue>>> FindNewest(
+      std::string_view key) const override {
+    std::optional<int64_t> newest = index_.NewestRevision(key, rev_);
+    if (!newest) return std::nullopt;
+    if (*newest == 0) return Result<std::optional<mvccpb::KeyValue>>(std::nullopt);
+    return ReadIndexedVersion(key, *newest, [&](const std::string& vkey) {
+      return engine_.Get(Column::kKeys, vkey, snap_.get());
+    });
+  }
 
  private:
   const storage::Engine& engine_;
@@ -41,6 +54,7 @@ class SnapshotView final : public ReadView {
   int64_t rev_;
   int64_t compact_rev_;
   const LeaseTable& leases_;
+  const KeyIndex& index_;
 };
 
 Result<int64_t> ReadInt(const storage::Engine& e, const char* key, int64_t def) {
@@ -65,6 +79,17 @@ Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
   if (rev <= 0) rev = cur;
   if (rev < view.CompactRev()) return errors::Compacted();
   if (range.IsEmpty()) return res;
+  if (range.kind == KeyRange::Kind::kSingle && rev == cur) {
+    if (auto found = view.FindNewest(range.key)) {  // one point read instead of a seek
+      ETCDW_ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> kv, std::move(*found));
+      if (!kv) return res;
+      res.count = 1;
+      if (opts.count_only) return res;
+      if (opts.keys_only) kv->clear_value();
+      res.kvs.push_back(std::move(*kv));
+      return res;
+    }
+  }
 
   storage::ReadOptions ro;
   ro.lower_bound = MakeVersionedKey(range.key, UINT64_MAX);
@@ -72,6 +97,13 @@ Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
     ro.upper_bound = MakeVersionedKey(range.end, UINT64_MAX);
   } else if (range.kind == KeyRange::Kind::kSingle) {
     ro.upper_bound = MakeVersionedKey(range.key, 0);  // after every version of the key
+  }
+  // Counted without reading the keys when the view can (ranges at its own revision): then only
+  // the keys returned are read.
+  const std::optional<int64_t> known = rev == cur ? view.CountLive(range) : std::nullopt;
+  if (known) {
+    res.count = *known;
+    if (opts.count_only) return res;
   }
   auto it = view.NewKeysIterator(ro);
   const uint64_t at = static_cast<uint64_t>(rev);
@@ -87,7 +119,8 @@ Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
     // The newest version of this key at or below `rev`.
     std::string_view val = it->value();
     if (!val.empty()) {
-      ++res.count;
+      if (known && opts.limit > 0 && static_cast<int64_t>(res.kvs.size()) >= opts.limit) break;
+      if (!known) ++res.count;
       if (collect && (opts.limit <= 0 || static_cast<int64_t>(res.kvs.size()) < opts.limit)) {
         mvccpb::KeyValue& kv = res.kvs.emplace_back();
         if (!kv.ParseFromArray(val.data(), static_cast<int>(val.size()))) {
@@ -125,10 +158,21 @@ const LeaseTable& WriteTxn::leases() const { return store_.leases_; }
 LeaseTable& WriteTxn::mutable_leases() { return store_.leases_; }
 const storage::Engine& WriteTxn::engine() const { return store_.engine_; }
 
+std::optional<KeyMeta> WriteTxn::FindKey(std::string_view key) const {
+  if (!key_changes_.empty()) {
+    auto it = key_changes_.find(std::string(key));
+    if (it != key_changes_.end()) return it->second;
+  }
+  const KeyMeta* m = store_.index_.Find(key);
+  return m ? std::optional<KeyMeta>(*m) : std::nullopt;
+}
+
 Result<std::optional<mvccpb::KeyValue>> WriteTxn::Get(std::string_view key) const {
-  ETCDW_ASSIGN_OR_RETURN(RangeResult r, RangeKeys(*this, KeyRange::Single(key), {}));
-  if (r.kvs.empty()) return std::optional<mvccpb::KeyValue>();
-  return std::optional<mvccpb::KeyValue>(std::move(r.kvs.front()));
+  const std::optional<KeyMeta> meta = FindKey(key);
+  if (!meta) return std::optional<mvccpb::KeyValue>();
+  return ReadIndexedVersion(key, meta->mod_rev, [&](const std::string& vkey) {
+    return store_.engine_.Get(batch_, Column::kKeys, vkey);
+  });
 }
 
 void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
@@ -148,6 +192,8 @@ void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
   }
   batch_.Put(Column::kKeys, MakeVersionedKey(key, static_cast<uint64_t>(rev)),
              kv.SerializeAsString());
+  key_changes_.insert_or_assign(std::string(key),
+                                KeyMeta{kv.create_revision(), rev, kv.version(), lease});
   std::string change(1, static_cast<char>(ChangeKind::kPut));
   change.append(key);
   batch_.Put(Column::kRevisions, EncodeRevisionKey({rev, changes_}), change);
@@ -168,6 +214,7 @@ void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
 void WriteTxn::StageDelete(const mvccpb::KeyValue& kv) {
   const int64_t rev = begin_rev_ + 1;
   batch_.Put(Column::kKeys, MakeVersionedKey(kv.key(), static_cast<uint64_t>(rev)), "");
+  key_changes_.insert_or_assign(kv.key(), std::nullopt);
   std::string change(1, static_cast<char>(ChangeKind::kDelete));
   change.append(kv.key());
   batch_.Put(Column::kRevisions, EncodeRevisionKey({rev, changes_}), change);
@@ -201,7 +248,7 @@ ApplyBatch::ApplyBatch(KvStore& store)
 
 std::unique_ptr<WriteTxn> ApplyBatch::Begin() {
   return std::unique_ptr<WriteTxn>(
-      new WriteTxn(store_, batch_, pending_rev_, pending_compact_rev_));
+      new WriteTxn(store_, batch_, key_changes_, pending_rev_, pending_compact_rev_));
 }
 
 void ApplyBatch::End(std::unique_ptr<WriteTxn> txn) {
@@ -237,6 +284,7 @@ Status KvStore::Load() {
   // A scheduled compaction was acknowledged: readers must treat it as done even if the
   // physical deletion is still to be finished by the compactor.
   compact_rev_ = sched;
+  ETCDW_RETURN_IF_ERROR(index_.Load(engine_, rev));
   return leases_.Load(engine_);
 }
 
@@ -245,7 +293,7 @@ std::unique_ptr<ReadView> KvStore::NewReadView() const {
   int64_t rev = rev_.load(std::memory_order_acquire);
   auto snap = engine_.GetSnapshot();
   int64_t compact = compact_rev_.load(std::memory_order_acquire);
-  return std::make_unique<SnapshotView>(engine_, std::move(snap), rev, compact, leases_);
+  return std::make_unique<SnapshotView>(engine_, std::move(snap), rev, compact, leases_, index_);
 }
 
 std::unique_ptr<ApplyBatch> KvStore::BeginApply() {
@@ -268,6 +316,7 @@ Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
   b.batch_.Put(Column::kMeta, meta_keys::kConsistentIndex,
                storage::EncodeFixed64BE(consistent_index));
   ETCDW_RETURN_IF_ERROR(engine_.Write(b.batch_, /*sync=*/false));
+  index_.Apply(b.key_changes_, b.pending_rev_);
   {
     // Publication is ordered against NewReadView: a view never pairs a revision with a
     // snapshot that lacks that revision's data, nor with a compaction revision above it.

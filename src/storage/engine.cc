@@ -79,21 +79,24 @@ bool IsLockConflict(const rocksdb::Status& s) {
 
 rocksdb::Slice S(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
 
-// Adapts a RocksDB iterator, enforcing [lower, upper) bounds itself so that the same code
-// serves plain database iterators and batch-over-database iterators.
+// Adapts a RocksDB iterator to [lower, upper) bounds. A database iterator enforces them itself
+// (ReadOptions' iterate bounds); a batch-over-database iterator does not for the batch's
+// entries, so for it Valid() checks them (`check_bounds`): two comparisons per step that plain
+// iterators, the hot read path, are spared.
 class BoundedIterator final : public Iterator {
  public:
-  BoundedIterator(std::unique_ptr<rocksdb::Iterator> it, const rocksdb::Comparator* cmp,
-                  std::optional<std::string> lower, std::optional<std::string> upper,
-                  std::unique_ptr<rocksdb::ReadOptions> ro, std::unique_ptr<std::string> lb,
-                  std::unique_ptr<std::string> ub, std::unique_ptr<rocksdb::Slice> lbs,
-                  std::unique_ptr<rocksdb::Slice> ubs)
+  BoundedIterator(std::unique_ptr<rocksdb::Iterator> it, bool check_bounds,
+                  const rocksdb::Comparator* cmp, std::optional<std::string> lower,
+                  std::optional<std::string> upper, std::unique_ptr<rocksdb::ReadOptions> ro,
+                  std::unique_ptr<std::string> lb, std::unique_ptr<std::string> ub,
+                  std::unique_ptr<rocksdb::Slice> lbs, std::unique_ptr<rocksdb::Slice> ubs)
       : ro_(std::move(ro)),
         lb_store_(std::move(lb)),
         ub_store_(std::move(ub)),
         lb_slice_(std::move(lbs)),
         ub_slice_(std::move(ubs)),
         it_(std::move(it)),
+        check_bounds_(check_bounds),
         cmp_(cmp),
         lower_(std::move(lower)),
         upper_(std::move(upper)) {}
@@ -129,6 +132,7 @@ class BoundedIterator final : public Iterator {
   void Prev() override { it_->Prev(); }
   bool Valid() const override {
     if (!it_->Valid()) return false;
+    if (!check_bounds_) return true;
     if (upper_ && cmp_->Compare(it_->key(), S(*upper_)) >= 0) return false;
     if (lower_ && cmp_->Compare(it_->key(), S(*lower_)) < 0) return false;
     return true;
@@ -149,6 +153,7 @@ class BoundedIterator final : public Iterator {
   std::unique_ptr<std::string> lb_store_, ub_store_;
   std::unique_ptr<rocksdb::Slice> lb_slice_, ub_slice_;
   std::unique_ptr<rocksdb::Iterator> it_;
+  const bool check_bounds_;
   const rocksdb::Comparator* cmp_;
   std::optional<std::string> lower_, upper_;
 };
@@ -298,9 +303,10 @@ PreparedRead Prepare(const ReadOptions& opts, const rocksdb::Snapshot* snap) {
 std::unique_ptr<Iterator> Engine::NewIterator(Column c, const ReadOptions& opts) const {
   PreparedRead p = Prepare(opts, opts.snapshot ? opts.snapshot->snap_ : nullptr);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(*p.ro, handle(c)));
-  return std::make_unique<BoundedIterator>(
-      std::move(it), handle(c)->GetComparator(), opts.lower_bound, opts.upper_bound,
-      std::move(p.ro), std::move(p.lb), std::move(p.ub), std::move(p.lbs), std::move(p.ubs));
+  return std::make_unique<BoundedIterator>(std::move(it), /*check_bounds=*/false,
+                                           handle(c)->GetComparator(), opts.lower_bound,
+                                           opts.upper_bound, std::move(p.ro), std::move(p.lb),
+                                           std::move(p.ub), std::move(p.lbs), std::move(p.ubs));
 }
 
 std::unique_ptr<Iterator> Engine::NewIterator(Batch& batch, Column c,
@@ -309,9 +315,10 @@ std::unique_ptr<Iterator> Engine::NewIterator(Batch& batch, Column c,
   rocksdb::Iterator* base = db_->NewIterator(*p.ro, handle(c));
   std::unique_ptr<rocksdb::Iterator> it(
       batch.wb_->NewIteratorWithBase(handle(c), base, p.ro.get()));
-  return std::make_unique<BoundedIterator>(
-      std::move(it), handle(c)->GetComparator(), opts.lower_bound, opts.upper_bound,
-      std::move(p.ro), std::move(p.lb), std::move(p.ub), std::move(p.lbs), std::move(p.ubs));
+  return std::make_unique<BoundedIterator>(std::move(it), /*check_bounds=*/true,
+                                           handle(c)->GetComparator(), opts.lower_bound,
+                                           opts.upper_bound, std::move(p.ro), std::move(p.lb),
+                                           std::move(p.ub), std::move(p.lbs), std::move(p.ubs));
 }
 
 std::unique_ptr<Snapshot> Engine::GetSnapshot() const {

@@ -26,6 +26,7 @@
 
 #include "etcd/mvccpb/kv.pb.h"
 #include "etcdw/common/status.h"
+#include "etcdw/mvcc/key_index.h"
 #include "etcdw/mvcc/key_range.h"
 #include "etcdw/mvcc/lease_table.h"
 #include "etcdw/storage/engine.h"
@@ -57,10 +58,20 @@ class ReadView {
       const storage::ReadOptions& opts) const = 0;
   // Leases as seen by this view.
   virtual const LeaseTable& leases() const = 0;
+  // The number of live keys in `range` at Rev() when the view knows it without reading them;
+  // nullopt when the keys must be walked to count them.
+  virtual std::optional<int64_t> CountLive(const KeyRange& /*range*/) const { return std::nullopt; }
+  // The newest version of `key` at Rev() (nullopt inside: no live key), found with one point
+  // read when the view knows which version that is; nullopt when the versions must be searched.
+  virtual std::optional<Result<std::optional<mvccpb::KeyValue>>> FindNewest(
+      std::string_view /*key*/) const {
+    return std::nullopt;
+  }
 };
 
 // Reads keys in `range` as of opts.rev with etcd's rules: a revision above the view's is
-// "future", one below the compaction revision "compacted".
+// "future", one below the compaction revision "compacted". When the view can count the range
+// (CountLive), only the keys returned are read.
 Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
                               const RangeOptions& opts);
 
@@ -76,8 +87,13 @@ class WriteTxn final : public ReadView {
       const storage::ReadOptions& opts) const override;
   const LeaseTable& leases() const override;
 
-  // The latest version of `key` as of this transaction, if the key exists.
+  // The latest version of `key` as of this transaction, if the key exists: the key index says
+  // which version, one point read fetches it.
   Result<std::optional<mvccpb::KeyValue>> Get(std::string_view key) const;
+  std::optional<Result<std::optional<mvccpb::KeyValue>>> FindNewest(
+      std::string_view key) const override {
+    return Get(key);
+  }
 
   // Writes a new version of `key`. `prev` must be Get(key) (passed to avoid reading it twice).
   void Put(std::string_view key, std::string_view value, int64_t lease,
@@ -96,12 +112,20 @@ class WriteTxn final : public ReadView {
 
  private:
   friend class ApplyBatch;
-  WriteTxn(KvStore& store, storage::Batch& batch, int64_t begin_rev, int64_t compact_rev)
-      : store_(store), batch_(batch), begin_rev_(begin_rev), compact_rev_(compact_rev) {}
+  WriteTxn(KvStore& store, storage::Batch& batch, KeyChanges& key_changes, int64_t begin_rev,
+           int64_t compact_rev)
+      : store_(store),
+        batch_(batch),
+        key_changes_(key_changes),
+        begin_rev_(begin_rev),
+        compact_rev_(compact_rev) {}
   void StageDelete(const mvccpb::KeyValue& kv);
+  // The key's newest version as of this transaction (the batch's changes over the index).
+  std::optional<KeyMeta> FindKey(std::string_view key) const;
 
   KvStore& store_;
   storage::Batch& batch_;
+  KeyChanges& key_changes_;  // the batch's, shared by its transactions
   int64_t begin_rev_;
   // The compaction revision including compactions staged earlier in the same batch, so that
   // requests answer the same whether or not the compaction was applied in their batch.
@@ -135,6 +159,7 @@ class ApplyBatch {
   explicit ApplyBatch(KvStore& store);
   KvStore& store_;
   storage::Batch batch_;
+  KeyChanges key_changes_;  // applied to the key index at commit
   int64_t pending_rev_;
   int64_t pending_compact_rev_;
   std::optional<int64_t> compaction_;
@@ -143,7 +168,8 @@ class ApplyBatch {
 
 class KvStore {
  public:
-  // Opens the store on an engine (which it does not own) and loads its metadata.
+  // Opens the store on an engine (which it does not own) and loads its metadata and key index
+  // (one pass over the newest version of every key).
   static Result<std::unique_ptr<KvStore>> Open(storage::Engine& engine);
 
   // --- any thread ---
@@ -154,6 +180,7 @@ class KvStore {
   std::unique_ptr<ReadView> NewReadView() const;
   const LeaseTable& leases() const { return leases_; }
   storage::Engine& engine() const { return engine_; }
+  const KeyIndex& key_index() const { return index_; }
 
   // Compaction bookkeeping persisted for the compactor.
   int64_t ScheduledCompactRev() const { return scheduled_compact_rev_.load(); }
@@ -164,11 +191,12 @@ class KvStore {
   // Validates a compaction to `rev` against the batch's state and stages it.
   Status Compact(ApplyBatch& batch, int64_t rev);
   // Writes the batch together with the consistent index (no sync: the log entries are already
-  // durable) and publishes the new revision, compaction revision and consistent index.
+  // durable) and publishes the new revision, compaction revision and consistent index, and the
+  // batch's key changes to the key index.
   Status Commit(ApplyBatch& batch, uint64_t consistent_index);
 
   // Runs `replace` (which rewrites the store's records, e.g. restoring a snapshot) with every
-  // reader held off, then reloads the store's metadata and leases from the engine.
+  // reader held off, then reloads the store's metadata, leases and key index from the engine.
   Status ReplaceState(const std::function<Status()>& replace);
 
   // --- compactor thread ---
@@ -183,6 +211,7 @@ class KvStore {
 
   storage::Engine& engine_;
   LeaseTable leases_;
+  KeyIndex index_;
   mutable std::shared_mutex view_mu_;  // orders Commit publication against NewReadView
   std::atomic<int64_t> rev_{1};
   std::atomic<int64_t> compact_rev_{-1};

@@ -1,0 +1,81 @@
+// The key index: every live key with what its newest version says about it, in memory, in key
+// order. It answers the two questions the store's hot paths would otherwise ask RocksDB with an
+// iterator: "what does a put replace?" (create revision, version, lease and where the previous
+// value is) and "how many keys does this range hold?" (etcd's `count`, which a range with a limit
+// must report without reading every key). etcd keeps the same in its treeIndex, with every
+// revision of every key; this one keeps only the newest, so it answers counts at the current
+// revision and the store walks versions for older ones.
+//
+// Concurrency: the apply thread is the only writer (Apply) and reads without a lock (Find);
+// readers on other threads take the index's reader lock (Count).
+#pragma once
+
+#include <absl/container/btree_map.h>
+#include <absl/synchronization/mutex.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "etcd/mvccpb/kv.pb.h"
+#include "etcdw/common/status.h"
+#include "etcdw/mvcc/key_range.h"
+
+namespace etcdw::storage {
+class Engine;
+}
+
+namespace etcdw::mvcc {
+
+// A live key's newest version, without its value.
+struct KeyMeta {
+  int64_t create_rev = 0;
+  int64_t mod_rev = 0;  // the version's revision: where its value is stored
+  int64_t version = 0;
+  int64_t lease = 0;
+};
+
+// Changes of one apply batch, by key: the new newest version, or nullopt for a deletion.
+using KeyChanges = std::unordered_map<std::string, std::optional<KeyMeta>>;
+
+class KeyIndex {
+ public:
+  // Rebuilds the index from the Keys column, which holds the store's state at `rev`.
+  Status Load(const storage::Engine& engine, int64_t rev);
+
+  // Apply thread only: the key's newest version, or nullptr when it does not exist.
+  const KeyMeta* Find(std::string_view key) const;
+  // Apply thread only: applies a committed batch's changes; the index is then at `rev`.
+  void Apply(const KeyChanges& changes, int64_t rev);
+
+  // Any thread: the number of live keys in `range` at `rev`, if the index is at `rev` (it may
+  // have moved on, or not caught up yet, when the caller's view was taken).
+  std::optional<int64_t> Count(const KeyRange& range, int64_t rev) const;
+
+  // Any thread: the revision of the newest version of `key` at `rev` (0: no live key), if the
+  // index is at `rev`.
+  std::optional<int64_t> NewestRevision(std::string_view key, int64_t rev) const;
+
+  // Apply thread only (tests and diagnostics): the number of live keys.
+  size_t size() const { return keys_.size(); }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::btree_map<std::string, KeyMeta, std::less<>> keys_;
+  int64_t rev_ = 0;
+};
+
+// Reads the stored version of `key` at `rev` (a Keys column record) through `get`, which
+// returns the record's bytes; DataLoss when the index names a version that is missing or corrupt.
+Result<std::optional<mvccpb::KeyValue>> ReadIndexedVersion(
+    std::string_view key, int64_t rev,
+    const std::function<Result<std::optional<std::string>>(const std::string&)>& get);
+
+// Decodes the fields of a stored mvccpb.KeyValue that KeyMeta holds (the value is skipped, not
+// copied); mod_rev is taken from the record. False when the bytes are not a KeyValue.
+bool DecodeKeyMeta(std::string_view stored, KeyMeta& meta);
+
+}  // namespace etcdw::mvcc
