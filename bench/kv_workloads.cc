@@ -13,25 +13,9 @@ const std::string kValue(256, 'v');
 
 // Puts of 256-byte values on random keys of a 100k key space.
 Outcome Puts(Target& target, int clients, int connections, const BenchOptions& opts) {
-  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(connections));
-  struct Slot {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    etcdserverpb::PutRequest req;
-    etcdserverpb::PutResponse resp;
-    std::mt19937_64 rng;
-  };
-  std::vector<Slot> slots(static_cast<size_t>(clients));
-  for (size_t i = 0; i < slots.size(); ++i) {
-    slots[i].rng.seed(i + 1);
-    slots[i].req.set_value(kValue);
-  }
-  StartOp start = [&](int c, Done done) {
-    Slot& s = slots[static_cast<size_t>(c)];
-    s.ctx = NewContext();
-    s.req.set_key(KeyName("/put/", s.rng() % kKeySpace));
-    stubs[static_cast<size_t>(c) % stubs.size()]->async()->Put(s.ctx.get(), &s.req, &s.resp,
-                                                               OnStatus(std::move(done)));
-  };
+  StartOp start = RandomPuts(
+      target, clients, connections, 1, [](uint64_t r) { return KeyName("/put/", r % kKeySpace); },
+      [] { return kValue; });
   return MeasureLoad(target, clients, start, opts);
 }
 

@@ -3,7 +3,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
-#include <random>
 
 #include "workloads.h"
 
@@ -120,26 +119,15 @@ Outcome WatchFanOut(Target& target, const BenchOptions& opts) {
     stop_all();
     return Outcome{.error = "watches were not created"};
   }
-  auto put_stubs = Stubs<etcdserverpb::KV>(target.Channels(kPutConnections));
-  struct Slot {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    etcdserverpb::PutRequest req;
-    etcdserverpb::PutResponse resp;
-    std::mt19937_64 rng;
-  };
-  std::vector<Slot> slots(kPutters);
-  for (size_t i = 0; i < slots.size(); ++i) slots[i].rng.seed(i + 11);
-  StartOp start = [&](int c, Done done) {
-    Slot& s = slots[static_cast<size_t>(c)];
-    s.ctx = NewContext();
-    s.req.set_key(KeyName(prefix, s.rng() % 1000));
-    std::string value(256, 'w');
-    int64_t sent = NowNanos();
-    std::memcpy(value.data(), &sent, sizeof sent);
-    s.req.set_value(std::move(value));
-    put_stubs[static_cast<size_t>(c) % put_stubs.size()]->async()->Put(s.ctx.get(), &s.req, &s.resp,
-                                                                       OnStatus(done));
-  };
+  // Each value starts with the time it was sent: the watchers measure delivery latency from it.
+  StartOp start = RandomPuts(
+      target, kPutters, kPutConnections, 11, [&](uint64_t r) { return KeyName(prefix, r % 1000); },
+      [] {
+        std::string value(256, 'w');
+        const int64_t sent = NowNanos();
+        std::memcpy(value.data(), &sent, sizeof sent);
+        return value;
+      });
   // The putters' window is the watchers' window; the figures are the watchers'.
   Outcome out = MeasureLoad(target, kPutters, start, opts,
                             {[&] { measuring = true; }, [&] { measuring = false; }});

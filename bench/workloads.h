@@ -81,6 +81,11 @@ std::function<void(grpc::Status)> OnStatus(Done done);
 std::unique_ptr<grpc::ClientContext> NewContext(
     std::chrono::seconds timeout = std::chrono::seconds(30));
 
+// Closed-loop puts for `clients` loops over `connections`: each put goes to key(r), r a random
+// number of the client's own generator (seeded from `seed`), with value() as its value.
+StartOp RandomPuts(Target& target, int clients, int connections, uint64_t seed,
+                   std::function<std::string(uint64_t)> key, std::function<std::string()> value);
+
 // Puts `count` keys key_fn(i) with value_fn(i) in Txns of up to 100 puts (etcd's limit is 128)
 // over `clients` loops; false with the first error.
 bool BulkLoad(Target& target, uint64_t count, const std::function<std::string(uint64_t)>& key_fn,

@@ -20,6 +20,7 @@
 #include "etcdw/raft.pb.h"
 #include "etcdw/raft/raw_node.h"
 #include "etcdw/raft/storage.h"
+#include "etcdw/server/raft_log_storage.h"
 #include "etcdw/storage/raft_log.h"
 
 namespace etcdw::bench {
@@ -29,32 +30,6 @@ constexpr size_t kEntryDataBytes = 300;
 // Compaction as in raft_log_bench.cc: above kCompactAbove entries, keep the last kKeepEntries.
 constexpr uint64_t kCompactAbove = 15000;
 constexpr uint64_t kKeepEntries = 5000;
-
-// raft::Storage over the durable log, answering as the server's adapter does (raft_node.cc).
-class RaftLogStorage final : public raft::Storage {
- public:
-  explicit RaftLogStorage(const storage::RaftLog& log) : log_(log) {}
-  Result<std::pair<raftpb::HardState, raftpb::ConfState>> InitialState() const override {
-    return std::make_pair(log_.hard_state(), raftpb::ConfState());
-  }
-  Result<std::vector<raftpb::Entry>> Entries(uint64_t lo, uint64_t hi,
-                                             uint64_t max_size) const override {
-    if (lo < log_.FirstIndex()) return raft::ErrCompacted();
-    if (hi > log_.LastIndex() + 1) return raft::ErrUnavailable();
-    return log_.Entries(lo, hi, max_size);
-  }
-  Result<uint64_t> Term(uint64_t i) const override {
-    if (i < log_.CompactedIndex()) return raft::ErrCompacted();
-    if (i > log_.LastIndex()) return raft::ErrUnavailable();
-    return log_.Term(i);
-  }
-  uint64_t FirstIndex() const override { return log_.FirstIndex(); }
-  uint64_t LastIndex() const override { return log_.LastIndex(); }
-  Result<raftpb::Snapshot> Snapshot() const override { return raftpb::Snapshot(); }
-
- private:
-  const storage::RaftLog& log_;
-};
 
 // Forwards to another storage, counting the log reads, and reports members 1, 2 and 3.
 class CountingStorage final : public raft::Storage {
@@ -122,7 +97,10 @@ class EngineBackend final : public LogBackend {
     ETCDW_ASSIGN_OR_RETURN(b->disk_, OpenDiskEngine("raftcore"));
     b->log_ = std::make_unique<storage::RaftLog>(*b->disk_.engine);
     ETCDW_RETURN_IF_ERROR(b->log_->Load());
-    b->storage_ = std::make_unique<RaftLogStorage>(*b->log_);
+    // The server's adapter; the membership comes from CountingStorage, and no snapshot is taken.
+    b->storage_ = std::make_unique<server::RaftLogStorage>(
+        *b->log_, [] { return raftpb::ConfState(); },
+        []() -> Result<raftpb::Snapshot> { return raftpb::Snapshot(); });
     return b;
   }
   const raft::Storage& storage() const override { return *storage_; }
@@ -149,7 +127,7 @@ class EngineBackend final : public LogBackend {
   EngineBackend() = default;
   DiskEngine disk_;
   std::unique_ptr<storage::RaftLog> log_;  // these two are destroyed before disk_
-  std::unique_ptr<RaftLogStorage> storage_;
+  std::unique_ptr<server::RaftLogStorage> storage_;
 };
 
 raftpb::Message Answer(raftpb::MessageType type, uint64_t from, uint64_t term, uint64_t index) {

@@ -1,5 +1,7 @@
 #include "etcdw/mvcc/kv_store.h"
 
+#include <absl/strings/string_view.h>
+
 #include <mutex>
 
 #include "etcdw/common/etcd_errors.h"
@@ -160,7 +162,7 @@ const storage::Engine& WriteTxn::engine() const { return store_.engine_; }
 
 std::optional<KeyMeta> WriteTxn::FindKey(std::string_view key) const {
   if (!key_changes_.empty()) {
-    auto it = key_changes_.find(std::string(key));
+    auto it = key_changes_.find(absl::string_view(key.data(), key.size()));
     if (it != key_changes_.end()) return it->second;
   }
   const KeyMeta* m = store_.index_.Find(key);

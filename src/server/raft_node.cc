@@ -13,6 +13,7 @@
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/mvcc/snapshot.h"
+#include "etcdw/server/raft_log_storage.h"
 
 namespace etcdw::server {
 
@@ -22,47 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kInstallingKey[] = "local/installing_snapshot";  // be64 index + be64 term
 constexpr auto kReadRetry = std::chrono::milliseconds(500);
-
-// raft::Storage over the durable log. The membership gives the configuration; a snapshot is
-// always "now": the applied state (the transport streams it from a consistent copy).
-class LogStorage final : public raft::Storage {
- public:
-  LogStorage(const storage::RaftLog& log, const Membership& members, const mvcc::KvStore& kv)
-      : log_(log), members_(members), kv_(kv) {}
-
-  Result<std::pair<raftpb::HardState, raftpb::ConfState>> InitialState() const override {
-    return std::make_pair(log_.hard_state(), members_.ConfState());
-  }
-  Result<std::vector<raftpb::Entry>> Entries(uint64_t lo, uint64_t hi,
-                                             uint64_t max_size) const override {
-    if (lo < log_.FirstIndex()) return raft::ErrCompacted();
-    if (hi > log_.LastIndex() + 1) return raft::ErrUnavailable();
-    return log_.Entries(lo, hi, max_size);
-  }
-  Result<uint64_t> Term(uint64_t i) const override {
-    if (i < log_.CompactedIndex()) return raft::ErrCompacted();
-    if (i > log_.LastIndex()) return raft::ErrUnavailable();
-    return log_.Term(i);
-  }
-  uint64_t FirstIndex() const override { return log_.FirstIndex(); }
-  uint64_t LastIndex() const override { return log_.LastIndex(); }
-  Result<raftpb::Snapshot> Snapshot() const override {
-    uint64_t applied = kv_.ConsistentIndex();
-    raftpb::Snapshot s;
-    if (applied == 0) return s;
-    auto term = log_.Term(applied);
-    if (!term.ok()) return raft::ErrSnapshotTemporarilyUnavailable();
-    s.mutable_metadata()->set_index(applied);
-    s.mutable_metadata()->set_term(term.value());
-    *s.mutable_metadata()->mutable_conf_state() = members_.ConfState();
-    return s;
-  }
-
- private:
-  const storage::RaftLog& log_;
-  const Membership& members_;
-  const mvcc::KvStore& kv_;
-};
 
 // A received snapshot's bytes, staged in a file that becomes visible only when complete.
 class FileSink final : public SnapshotSink {
@@ -154,6 +114,20 @@ std::chrono::milliseconds RaftNode::RequestTimeout() const {
   return std::chrono::milliseconds(5000) + 2 * opts_.election_ticks * opts_.tick_interval;
 }
 
+// A snapshot is always "now": the applied state (the transport streams it from a consistent
+// copy of the store).
+Result<raftpb::Snapshot> RaftNode::SnapshotNow() const {
+  uint64_t applied = kv_.ConsistentIndex();
+  raftpb::Snapshot s;
+  if (applied == 0) return s;
+  auto term = log_.Term(applied);
+  if (!term.ok()) return raft::ErrSnapshotTemporarilyUnavailable();
+  s.mutable_metadata()->set_index(applied);
+  s.mutable_metadata()->set_term(term.value());
+  *s.mutable_metadata()->mutable_conf_state() = membership_.ConfState();
+  return s;
+}
+
 std::string RaftNode::SnapshotPath(uint64_t index) const {
   return opts_.snapshot_dir + "/" + std::to_string(index) + ".snap";
 }
@@ -166,7 +140,8 @@ Status RaftNode::Start() {
     if (ec) return Unavailable("cannot create " + opts_.snapshot_dir + ": " + ec.message());
   }
   ETCDW_RETURN_IF_ERROR(RecoverInterruptedInstall());
-  raft_storage_ = std::make_unique<LogStorage>(log_, membership_, kv_);
+  raft_storage_ = std::make_unique<RaftLogStorage>(
+      log_, [this] { return membership_.ConfState(); }, [this] { return SnapshotNow(); });
 
   raft::Config c;
   c.id = opts_.member_id;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <absl/container/btree_map.h>
+#include <absl/container/flat_hash_map.h>
 #include <absl/synchronization/mutex.h>
 
 #include <cstdint>
@@ -18,7 +19,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "etcd/mvccpb/kv.pb.h"
 #include "etcdw/common/status.h"
@@ -38,8 +38,9 @@ struct KeyMeta {
   int64_t lease = 0;
 };
 
-// Changes of one apply batch, by key: the new newest version, or nullopt for a deletion.
-using KeyChanges = std::unordered_map<std::string, std::optional<KeyMeta>>;
+// Changes of one apply batch, by key: the new newest version, or nullopt for a deletion. Looked
+// up by string_view (no copy of the key per lookup).
+using KeyChanges = absl::flat_hash_map<std::string, std::optional<KeyMeta>>;
 
 class KeyIndex {
  public:

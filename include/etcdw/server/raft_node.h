@@ -136,6 +136,8 @@ class RaftNode final : public Node {
   Status RecoverInterruptedInstall();
   std::chrono::milliseconds RequestTimeout() const;
   std::string SnapshotPath(uint64_t index) const;
+  // The snapshot Raft sends a lagging follower: the applied state's index, term and membership.
+  Result<raftpb::Snapshot> SnapshotNow() const;
   void Fail(const Status& st);
 
   storage::Engine& engine_;
