@@ -5,11 +5,10 @@
 namespace etcdw::common {
 
 std::string_view Trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r'))
-    --e;
-  return s.substr(b, e - b);
+  constexpr std::string_view kBlanks = " \t\r\n\v\f";
+  const size_t b = s.find_first_not_of(kBlanks);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kBlanks) - b + 1);
 }
 
 std::vector<std::string> Split(std::string_view text, char sep) {

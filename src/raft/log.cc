@@ -4,13 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace etcdw::raft {
+#include "fatal.h"
 
-namespace {
-// A broken invariant of the algorithm or of the application's use of it: continuing could
-// lose or corrupt committed data, so the member stops.
-[[noreturn]] void Fatal(const std::string& what) { throw std::logic_error("raft: " + what); }
-}  // namespace
+namespace etcdw::raft {
 
 // ---------------------------------------------------------------------------------------------
 // Unstable

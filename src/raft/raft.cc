@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "etcdw/common/logging.h"
+#include "fatal.h"
 
 namespace etcdw::raft {
 
@@ -11,7 +12,6 @@ using raftpb::Message;
 using raftpb::MessageType;
 
 namespace {
-[[noreturn]] void Fatal(const std::string& what) { throw std::logic_error("raft: " + what); }
 
 raftpb::Message Msg(MessageType type, uint64_t to) {
   raftpb::Message m;

@@ -10,11 +10,6 @@ namespace etcdw::server {
 
 namespace {
 
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 std::vector<std::string> Strings(const std::vector<common::Url>& urls) {
   std::vector<std::string> out;
   for (const auto& u : urls) out.push_back(u.ToString());
@@ -41,10 +36,10 @@ Result<JoinInfo> MatchClusterToConfig(const common::EtcdConfig& cfg, uint64_t cl
   }
   // Every member of the cluster must appear in initial-cluster with the same peer URLs.
   for (const Member& m : remote) {
-    auto urls = Sorted(m.peer_urls);
+    auto urls = SortedUrls(m.peer_urls);
     bool found =
         std::any_of(cfg.initial_cluster.begin(), cfg.initial_cluster.end(),
-                    [&](const auto& entry) { return Sorted(Strings(entry.second)) == urls; });
+                    [&](const auto& entry) { return SortedUrls(Strings(entry.second)) == urls; });
     if (!found) {
       return InvalidArgument(where + "no match found for existing member (" + IdToHex(m.id) +
                              ", [" + Join(m.peer_urls) + "])");
@@ -52,9 +47,9 @@ Result<JoinInfo> MatchClusterToConfig(const common::EtcdConfig& cfg, uint64_t cl
   }
   JoinInfo info;
   info.cluster_id = cluster_id;
-  auto mine = Sorted(Strings(cfg.initial_advertise_peer_urls));
+  auto mine = SortedUrls(Strings(cfg.initial_advertise_peer_urls));
   for (const Member& m : remote) {
-    if (Sorted(m.peer_urls) == mine) info.local_id = m.id;
+    if (SortedUrls(m.peer_urls) == mine) info.local_id = m.id;
   }
   if (info.local_id == 0) {
     return InvalidArgument("initial-advertise-peer-urls: no member of cluster " +

@@ -25,11 +25,6 @@ uint64_t Sha1Prefix(const std::string& data) {
   return v;
 }
 
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 // Iterates the Meta keys under `prefix`.
 template <typename Fn>
 Status ForEachWithPrefix(const storage::Engine& e, const std::string& prefix, Fn fn) {
@@ -87,7 +82,7 @@ std::optional<Member> Member::Parse(std::string_view bytes) {
 uint64_t ComputeMemberId(std::vector<std::string> peer_urls, const std::string& token,
                          std::optional<int64_t> unix_time) {
   std::string b;
-  for (const auto& u : Sorted(std::move(peer_urls))) b += u;
+  for (const auto& u : SortedUrls(std::move(peer_urls))) b += u;
   b += token;
   if (unix_time) b += std::to_string(*unix_time);
   return Sha1Prefix(b);
@@ -104,6 +99,11 @@ std::string IdToHex(uint64_t id) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
   return buf;
+}
+
+std::vector<std::string> SortedUrls(std::vector<std::string> urls) {
+  std::sort(urls.begin(), urls.end());
+  return urls;
 }
 
 std::vector<Member> InitialMembers(const common::EtcdConfig& cfg) {
@@ -167,9 +167,9 @@ bool Membership::IsRemoved(uint64_t id) const {
 
 std::optional<Member> Membership::FindByPeerUrls(const std::vector<std::string>& urls) const {
   std::lock_guard lock(mu_);
-  auto want = Sorted(urls);
+  auto want = SortedUrls(urls);
   for (const auto& [id, m] : members_) {
-    if (Sorted(m.peer_urls) == want) return m;
+    if (SortedUrls(m.peer_urls) == want) return m;
   }
   return std::nullopt;
 }

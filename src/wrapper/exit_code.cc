@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/url.h"
 
 namespace etcdw::wrapper {
 
@@ -18,13 +19,6 @@ namespace log = etcdw::log;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  const char* ws = " \t\r\n\v\f";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 void RemoveLegacyMarker(const std::string& exit_code_file) {
   fs::path marker = fs::path(exit_code_file).parent_path() / "validation_marker";
@@ -58,7 +52,7 @@ ValidationMode ChooseValidationMode(const std::string& exit_code_file) {
                {log::F("path", exit_code_file), log::F("error", std::strerror(errno))});
     return ValidationMode::kFull;
   }
-  std::string content = Trim(ss.str());
+  std::string content(common::Trim(ss.str()));
   if (content == "terminated" || content == "interrupt") {
     log::Info("last run stopped on a signal, sanity validation",
               {log::F("path", exit_code_file), log::F("signal-captured", content)});

@@ -1,16 +1,11 @@
 #include "etcdw/wrapper/options.h"
 
 #include "etcdw/common/http.h"
+#include "etcdw/common/url.h"
 
 namespace etcdw::wrapper {
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 bool HasPrefix(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
@@ -19,7 +14,7 @@ bool HasPrefix(const std::string& s, const char* p) { return s.rfind(p, 0) == 0;
 std::string StartEtcdOptions::SidecarServerName() const {
   auto hp = common::SplitHostPort(sidecar_host_port);
   std::string host = hp.ok() ? hp->first : sidecar_host_port.substr(0, sidecar_host_port.find(':'));
-  return Trim(host).empty() ? "localhost" : host;
+  return common::Trim(host).empty() ? "localhost" : host;
 }
 
 std::string StartEtcdOptions::SidecarBaseUrl() const {
@@ -62,7 +57,7 @@ Status ValidateStartEtcdOptions(const StartEtcdOptions& o) {
   } else if (auto split = common::SplitHostPort(hp); !split.ok()) {
     add("--backup-restore-host-port " + split.status().message());
   }
-  if (o.sidecar_tls && Trim(o.sidecar_ca_file).empty()) {
+  if (o.sidecar_tls && common::Trim(o.sidecar_ca_file).empty()) {
     add("--backup-restore-ca-cert-bundle-path is required with --backup-restore-tls-enabled");
   }
   if (o.wrapper_port < 1 || o.wrapper_port > 65535) {

@@ -34,6 +34,7 @@ std::string JoinUrls(const std::vector<Url>& urls, std::string_view sep = ",");
 
 // Splits on `sep`, trimming blanks around each part; empty parts are kept.
 std::vector<std::string> Split(std::string_view text, char sep);
+// `s` without the whitespace (space, tab, CR, LF, VT, FF) at either end.
 std::string_view Trim(std::string_view s);
 
 }  // namespace etcdw::common

@@ -44,6 +44,8 @@ uint64_t ComputeMemberId(std::vector<std::string> peer_urls, const std::string& 
 uint64_t ComputeClusterId(std::vector<uint64_t> member_ids);
 // The 16-hex-digit form etcd prints IDs in.
 std::string IdToHex(uint64_t id);
+// `urls` sorted: members are told apart by their set of peer URLs, in any order.
+std::vector<std::string> SortedUrls(std::vector<std::string> urls);
 
 // The members of a new cluster as initial-cluster describes them (IDs as etcd computes them);
 // only this member's own client URLs are known.
