@@ -43,19 +43,12 @@ bool WatchStream::HasRoom() const {
   return !closed_ && queued_bytes_ < hub_.opts_.stream_queue_bytes;
 }
 
-namespace {
-
-// A response that only carries events for its watcher (no creation, cancellation, compaction,
-// fragment or progress notification): such responses may be merged.
-bool PlainEvents(const WatchResponse& r) {
-  return r.events_size() > 0 && !r.created() && !r.canceled() && !r.fragment() &&
-         r.compact_revision() == 0;
+void WatchStream::EnqueueControl(const WatchResponse& resp) {
+  Enqueue(WireResponse::Control(resp), true);
 }
 
-}  // namespace
-
-bool WatchStream::Enqueue(WatchResponse&& resp, bool force, bool defer_start) {
-  size_t size = resp.ByteSizeLong();
+bool WatchStream::Enqueue(WireResponse&& resp, bool force, bool defer_start) {
+  const size_t size = resp.size();
   std::unique_lock lock(mu_);
   if (closed_) return true;  // nobody listens any more
   if (!force && !queue_.empty() && queued_bytes_ + size > hub_.opts_.stream_queue_bytes) {
@@ -65,24 +58,22 @@ bool WatchStream::Enqueue(WatchResponse&& resp, bool force, bool defer_start) {
   // response (as a catch-up response carries several revisions): under load a stream sends one
   // message per write instead of one per revision. Merged responses stay far below the fragment
   // size, so a watcher that asked for fragments never needs a merged one split.
-  if (writing_ && !queue_.empty() && PlainEvents(resp) && PlainEvents(queue_.back()) &&
-      queue_.back().watch_id() == resp.watch_id() && back_bytes_ + size <= kMergedResponseBytes) {
-    WatchResponse& back = queue_.back();
-    for (auto& ev : *resp.mutable_events()) back.add_events()->Swap(&ev);
-    *back.mutable_header() = resp.header();
-    back_bytes_ += size;
-    queued_bytes_ += size;
+  if (writing_ && !queue_.empty() && resp.mergeable() && queue_.back().mergeable() &&
+      queue_.back().watch_id() == resp.watch_id() &&
+      queue_.back().size() + size <= kMergedResponseBytes) {
+    WireResponse& back = queue_.back();
+    queued_bytes_ -= std::min(queued_bytes_, back.size());
+    back.Merge(std::move(resp));
+    queued_bytes_ += back.size();
     return true;
   }
   if (!writing_ && !defer_start) {
     writing_ = true;
-    current_ = std::move(resp);
     lock.unlock();
-    sink_->StartWrite(&current_);
+    sink_->StartWrite(resp.Encode());
     return true;
   }
   queued_bytes_ += size;
-  back_bytes_ = size;
   queue_.push_back(std::move(resp));
   if (!writing_) {
     // Deferred: the hub's sender thread starts the write (and meanwhile more events merge
@@ -116,12 +107,12 @@ void WatchStream::WriteDone(bool ok) {
     if (ok) hub_.WakeCatchUpIfUnsynced();
     return;
   }
-  current_ = std::move(queue_.front());
+  WireResponse next = std::move(queue_.front());
   queue_.pop_front();
-  queued_bytes_ -= std::min(queued_bytes_, current_.ByteSizeLong());
+  queued_bytes_ -= std::min(queued_bytes_, next.size());
   bool room = queued_bytes_ < hub_.opts_.stream_queue_bytes / 2;
   lock.unlock();
-  sink_->StartWrite(&current_);
+  sink_->StartWrite(next.Encode());
   if (room) hub_.WakeCatchUpIfUnsynced();
 }
 
@@ -182,7 +173,7 @@ void WatchStream::Create(const etcdserverpb::WatchCreateRequest& req) {
       resp.set_created(true);
       resp.set_canceled(true);
       resp.set_cancel_reason(err);
-      Enqueue(std::move(resp), true);
+      EnqueueControl(resp);
       return;
     }
     w->id = id;
@@ -192,7 +183,7 @@ void WatchStream::Create(const etcdserverpb::WatchCreateRequest& req) {
 
     WatchResponse resp = hub_.NewResponse(id, wsrev);
     resp.set_created(true);
-    Enqueue(std::move(resp), true);
+    EnqueueControl(resp);
 
     Watcher* raw = w.get();
     watchers_[id] = std::move(w);
@@ -214,14 +205,14 @@ void WatchStream::Cancel(int64_t watch_id) {
   watchers_.erase(it);
   WatchResponse resp = hub_.NewResponse(watch_id, hub_.rev_);
   resp.set_canceled(true);
-  Enqueue(std::move(resp), true);
+  EnqueueControl(resp);
   hub_.MaybeSendDeferredProgressLocked(*this);
 }
 
 void WatchStream::RequestProgress() {
   std::lock_guard hub_lock(hub_.mu_);
   if (hub_.AllSyncedLocked(*this)) {
-    Enqueue(hub_.NewResponse(-1, hub_.rev_), true);
+    EnqueueControl(hub_.NewResponse(-1, hub_.rev_));
   } else {
     // Answered once every watcher of the stream has caught up, so that the reported revision
     // is never ahead of an event still to be delivered.
@@ -312,52 +303,58 @@ size_t WatchHub::UnsyncedCount() const {
   return unsynced_.size();
 }
 
+etcdserverpb::ResponseHeader WatchHub::NewHeader(int64_t rev) const {
+  etcdserverpb::ResponseHeader h;
+  if (opts_.fill_header) opts_.fill_header(&h);
+  h.set_revision(rev);
+  return h;
+}
+
 WatchResponse WatchHub::NewResponse(int64_t watch_id, int64_t rev) const {
   WatchResponse r;
-  if (opts_.fill_header) opts_.fill_header(r.mutable_header());
-  r.mutable_header()->set_revision(rev);
+  *r.mutable_header() = NewHeader(rev);
   r.set_watch_id(watch_id);
   return r;
 }
 
-std::vector<WatchResponse> WatchHub::ResponsesFor(const Watcher& w,
-                                                  const std::vector<const mvccpb::Event*>& events,
-                                                  int64_t rev) const {
-  std::vector<WatchResponse> out;
-  WatchResponse r = NewResponse(w.id, rev);
+std::vector<WireResponse> WatchHub::ResponsesFor(const Watcher& w,
+                                                 std::vector<EventEncodings>& events,
+                                                 const etcdserverpb::ResponseHeader& header) const {
   // etcd reads an event's previous version at mod_revision - 1 when it sends the event; once
   // that revision is compacted the event goes out without prev_kv, whether or not the old
   // version is still physically present here.
   const int64_t compact_rev = w.prev_kv ? store_.CompactRev() : 0;
-  for (const mvccpb::Event* ev : events) {
-    if (!w.range.Contains(ev->kv().key())) continue;
-    if (ev->type() == mvccpb::Event::PUT ? w.no_put : w.no_delete) continue;
-    mvccpb::Event* e = r.add_events();
-    *e = *ev;
-    if (!w.prev_kv || ev->kv().mod_revision() - 1 < compact_rev) e->clear_prev_kv();
+  std::vector<EncodedEvent> picked;
+  size_t bytes = 0;
+  for (EventEncodings& e : events) {
+    const mvccpb::Event& ev = e.event();
+    if (!w.range.Contains(ev.kv().key())) continue;
+    if (ev.type() == mvccpb::Event::PUT ? w.no_put : w.no_delete) continue;
+    picked.push_back(e.Get(w.prev_kv && ev.kv().mod_revision() - 1 >= compact_rev));
+    bytes += picked.back()->size();
   }
-  if (r.events_size() == 0) return out;
-  if (!w.fragment || r.events_size() < 2 || r.ByteSizeLong() < opts_.fragment_bytes) {
-    out.push_back(std::move(r));
+  std::vector<WireResponse> out;
+  if (picked.empty()) return out;
+  if (!w.fragment || picked.size() < 2 ||
+      WireResponse::Events(header, w.id, false, {}).size() + bytes < opts_.fragment_bytes) {
+    out.push_back(WireResponse::Events(header, w.id, false, std::move(picked)));
     return out;
   }
   // Split into fragments: each holds as many events as fit (at least one); all but the last
   // are marked fragment=true and the client reassembles them.
-  WatchResponse cur = NewResponse(w.id, rev);
-  cur.set_fragment(true);
-  for (auto& ev : *r.mutable_events()) {
-    *cur.add_events() = ev;
-    if (cur.events_size() > 1 && cur.ByteSizeLong() >= opts_.fragment_bytes) {
-      mvccpb::Event last = std::move(*cur.mutable_events(cur.events_size() - 1));
-      cur.mutable_events()->RemoveLast();
-      out.push_back(std::move(cur));
-      cur = NewResponse(w.id, rev);
-      cur.set_fragment(true);
-      *cur.add_events() = std::move(last);
+  const size_t head = WireResponse::Events(header, w.id, true, {}).size();
+  std::vector<EncodedEvent> cur;
+  size_t cur_bytes = head;
+  for (EncodedEvent& e : picked) {
+    if (!cur.empty() && cur_bytes + e->size() >= opts_.fragment_bytes) {
+      out.push_back(WireResponse::Events(header, w.id, true, std::move(cur)));
+      cur.clear();
+      cur_bytes = head;
     }
+    cur_bytes += e->size();
+    cur.push_back(std::move(e));
   }
-  cur.set_fragment(false);
-  out.push_back(std::move(cur));
+  out.push_back(WireResponse::Events(header, w.id, false, std::move(cur)));
   return out;
 }
 
@@ -376,22 +373,25 @@ bool WatchHub::AllSyncedLocked(const WatchStream& s) const {
 void WatchHub::MaybeSendDeferredProgressLocked(WatchStream& s) {
   if (!s.progress_pending_ || !AllSyncedLocked(s)) return;
   s.progress_pending_ = false;
-  s.Enqueue(NewResponse(-1, rev_), true);
+  s.EnqueueControl(NewResponse(-1, rev_));
 }
 
 void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t rev) {
   bool wake = false;
   {
     std::lock_guard lock(mu_);
-    std::vector<const mvccpb::Event*> events;
+    std::vector<EventEncodings> events;
     std::vector<Watcher*> victims;
     for (const auto& rc : changes) {
+      // Each event is encoded at most twice (with and without prev_kv), whatever the number of
+      // watchers it goes to; the header is the same for all of them.
       events.clear();
-      for (const auto& ev : rc.events) events.push_back(&ev);
+      for (const auto& ev : rc.events) events.emplace_back(ev);
+      const etcdserverpb::ResponseHeader header = NewHeader(rc.rev);
       victims.clear();
       for (Watcher* w : synced_) {
         if (rc.rev < w->next_rev) continue;  // a watcher that starts in the future
-        auto responses = ResponsesFor(*w, events, rc.rev);
+        auto responses = ResponsesFor(*w, events, header);
         if (!responses.empty()) {
           if (!w->stream->HasRoom()) {
             victims.push_back(w);  // keep it in history instead of in memory
@@ -434,7 +434,7 @@ void WatchHub::ProgressTick() {
   for (WatchStream* s : streams_) {
     for (auto& [id, w] : s->watchers_) {
       if (!w->progress_notify || w->compacted) continue;
-      if (w->synced && !w->events_since_tick) s->Enqueue(NewResponse(id, rev_), true);
+      if (w->synced && !w->events_since_tick) s->EnqueueControl(NewResponse(id, rev_));
       w->events_since_tick = false;
     }
   }
@@ -546,16 +546,14 @@ bool WatchHub::CatchUpOnce() {
       WatchResponse resp = NewResponse(w->id, 0);
       resp.set_compact_revision(compact_rev);
       resp.set_canceled(true);
-      s.Enqueue(std::move(resp), true);
+      s.EnqueueControl(resp);
       w->compacted = true;
       EraseUnsyncedLocked(w);
       MaybeSendDeferredProgressLocked(s);
       continue;
     }
-    std::vector<const mvccpb::Event*> refs;
-    refs.reserve(events.size());
-    for (const auto& ev : events) refs.push_back(&ev);
-    for (auto& r : ResponsesFor(*w, refs, to)) s.Enqueue(std::move(r), true);
+    std::vector<EventEncodings> encodings(events.begin(), events.end());
+    for (auto& r : ResponsesFor(*w, encodings, NewHeader(to))) s.Enqueue(std::move(r), true);
     if (!events.empty()) w->events_since_tick = true;
     w->next_rev = next_rev;
     if (w->next_rev > rev_) {

@@ -7,6 +7,8 @@
 // watcher's own responses are always compared in order. Catch-up responses (watchers that start
 // in the past) are read before the next watcher is created, because etcd sends them from a
 // background loop and they may otherwise interleave with later control responses.
+#include <grpcpp/generic/generic_stub.h>
+
 #include <thread>
 
 #include "diff_fixture.h"
@@ -21,6 +23,59 @@ using etcdserverpb::WatchResponse;
 WatchRequest WithFilters(WatchRequest req, std::vector<WatchCreateRequest::FilterType> filters) {
   for (auto f : filters) req.mutable_create_request()->add_filters(f);
   return req;
+}
+
+// Sends `bytes` as a Watch request on a new stream of `m` and returns how the stream ended.
+grpc::Status WatchWithRawRequest(Member& m, const std::string& bytes) {
+  grpc::CompletionQueue cq;
+  grpc::GenericStub stub(m.client().channel);
+  auto ctx = Ctx(std::chrono::seconds(10));
+  auto call = stub.PrepareCall(ctx.get(), "/etcdserverpb.Watch/Watch", &cq);
+  auto step = [&cq](int want) {
+    void* tag = nullptr;
+    bool ok = false;
+    EXPECT_EQ(cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(10)),
+              grpc::CompletionQueue::GOT_EVENT);
+    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
+    return ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  step(1);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer out(&slice, 1);
+  call->Write(out, reinterpret_cast<void*>(2));
+  step(2);
+  grpc::ByteBuffer in;
+  call->Read(&in, reinterpret_cast<void*>(3));
+  EXPECT_FALSE(step(3)) << "a response to a request that does not parse";
+  grpc::Status st;
+  call->Finish(&st, reinterpret_cast<void*>(4));
+  step(4);
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  return st;
+}
+
+TEST_F(DiffTest, WatchRequestThatDoesNotParseEndsTheStreamLikeEtcd) {
+  StartBoth();
+  // Field 1 (create_request) announcing 100 bytes, followed by 2.
+  const std::string truncated("\x0a\x64\x0a\x01", 4);
+  grpc::Status e = WatchWithRawRequest(etcd(), truncated);
+  grpc::Status o = WatchWithRawRequest(ours(), truncated);
+  EXPECT_EQ(e.error_code(), grpc::StatusCode::INTERNAL) << e.error_message();
+  EXPECT_EQ(o.error_code(), e.error_code());
+  // grpc-go appends the parser's own words, which differ between parsers.
+  const std::string prefix = "grpc: failed to unmarshal the received message";
+  EXPECT_EQ(e.error_message().rfind(prefix, 0), 0u) << e.error_message();
+  EXPECT_EQ(o.error_message().rfind(prefix, 0), 0u) << o.error_message();
+  // Both carry on serving.
+  Put("a", "1");
+  WatchPair w(etcd(), ours());
+  w.Send(CreateWatch("a"));
+  w.Next("created after the bad stream");
 }
 
 TEST_F(DiffTest, WatchIdsAndControlResponsesMatchEtcd) {

@@ -15,9 +15,11 @@ using etcdserverpb::WatchResponse;
 // A sink whose writes complete only when the test says so (a client reading slowly).
 class FakeSink : public WatchSink {
  public:
-  void StartWrite(const WatchResponse* r) override {
+  void StartWrite(std::string wire) override {
+    WatchResponse r;
+    EXPECT_TRUE(r.ParseFromString(wire));
     std::lock_guard lock(mu_);
-    written_.push_back(*r);
+    written_.push_back(std::move(r));
     inflight_ = true;
   }
   void Finish() override {

@@ -27,6 +27,7 @@
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/mvcc/key_range.h"
 #include "etcdw/mvcc/kv_store.h"
+#include "etcdw/server/watch_wire.h"
 
 namespace etcdw::server {
 
@@ -35,8 +36,9 @@ namespace etcdw::server {
 class WatchSink {
  public:
   virtual ~WatchSink() = default;
-  // `resp` stays valid until the stream's WriteDone() is called.
-  virtual void StartWrite(const etcdserverpb::WatchResponse* resp) = 0;
+  // Writes one serialized etcdserverpb.WatchResponse; the sink calls the stream's WriteDone()
+  // when it is written.
+  virtual void StartWrite(std::string wire) = 0;
   virtual void Finish() = 0;
 };
 
@@ -64,7 +66,9 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
   // caller sized). Returns false when the response did not fit. `defer_start`: an idle stream's
   // write is started by the hub's sender thread, not by the caller (the apply thread must not
   // spend its time in gRPC writes to every watcher).
-  bool Enqueue(etcdserverpb::WatchResponse&& resp, bool force, bool defer_start = false);
+  bool Enqueue(WireResponse&& resp, bool force, bool defer_start = false);
+  // Queues a response without events, whatever the queue holds.
+  void EnqueueControl(const etcdserverpb::WatchResponse& resp);
   // Starts the write of the first queued response (a deferred start), or finishes the stream if
   // it was closed meanwhile.
   void StartQueued();
@@ -83,13 +87,11 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
 
   // Guarded by mu_.
   mutable std::mutex mu_;
-  std::deque<etcdserverpb::WatchResponse> queue_;
+  std::deque<WireResponse> queue_;
   size_t queued_bytes_ = 0;
-  size_t back_bytes_ = 0;  // encoded size of queue_.back() (an upper bound after merges)
   bool writing_ = false;
   bool closed_ = false;
   bool finished_ = false;
-  etcdserverpb::WatchResponse current_;
 };
 
 struct WatchHubOptions {
@@ -133,10 +135,12 @@ class WatchHub {
 
  private:
   friend class WatchStream;
+  etcdserverpb::ResponseHeader NewHeader(int64_t rev) const;
   etcdserverpb::WatchResponse NewResponse(int64_t watch_id, int64_t rev) const;
-  // Builds the responses a watcher gets for one batch of events (filtered, fragmented).
-  std::vector<etcdserverpb::WatchResponse> ResponsesFor(
-      const Watcher& w, const std::vector<const mvccpb::Event*>& events, int64_t rev) const;
+  // Builds the responses a watcher gets for one batch of events at `header` (filtered,
+  // fragmented). The events' encodings are built on first use and shared between watchers.
+  std::vector<WireResponse> ResponsesFor(const Watcher& w, std::vector<EventEncodings>& events,
+                                         const etcdserverpb::ResponseHeader& header) const;
   void RemoveWatcherLocked(Watcher* w);
   void MaybeSendDeferredProgressLocked(WatchStream& s);
   bool AllSyncedLocked(const WatchStream& s) const;

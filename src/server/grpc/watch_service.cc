@@ -1,5 +1,11 @@
 // etcdserverpb.Watch: one bidirectional stream per client connection, carrying many watchers.
 // The stream's logic lives in WatchHub/WatchStream; this file adapts it to a gRPC reactor.
+// The method is registered "raw" (messages as byte buffers): the hub hands over responses
+// already serialized, built from event encodings shared by every watcher (watch_wire.h).
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/slice.h>
+
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "grpc_util.h"
 
@@ -8,9 +14,8 @@ namespace etcdw::server::grpcapi {
 namespace {
 
 using etcdserverpb::WatchRequest;
-using etcdserverpb::WatchResponse;
 
-class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse> {
+class WatchReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   WatchReactor(EtcdServer& server, const grpc::CallbackServerContext* ctx) : sink_(this) {
     if (auto refused = RefuseStream(server, ctx)) {
@@ -18,17 +23,25 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
       return;
     }
     stream_ = server.watch_hub().NewStream(&sink_);
-    StartRead(&req_);
+    StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the client closed its side: like etcd, keep delivering until it cancels
-    switch (req_.request_union_case()) {
+    WatchRequest req;
+    if (!grpc::SerializationTraits<WatchRequest>::Deserialize(&in_, &req).ok()) {
+      // The stream ends with grpc-go's answer to a message that does not parse (etcd's).
+      refusal_ = grpc::Status(grpc::StatusCode::INTERNAL,
+                              "grpc: failed to unmarshal the received message");
+      stream_->Close();
+      return;
+    }
+    switch (req.request_union_case()) {
       case WatchRequest::kCreateRequest:
-        stream_->Create(req_.create_request());
+        stream_->Create(req.create_request());
         break;
       case WatchRequest::kCancelRequest:
-        stream_->Cancel(req_.cancel_request().watch_id());
+        stream_->Cancel(req.cancel_request().watch_id());
         break;
       case WatchRequest::kProgressRequest:
         stream_->RequestProgress();
@@ -36,7 +49,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
       case WatchRequest::REQUEST_UNION_NOT_SET:
         break;  // etcd ignores requests it does not understand
     }
-    StartRead(&req_);
+    StartRead(&in_);
   }
 
   void OnWriteDone(bool ok) override { stream_->WriteDone(ok); }
@@ -50,24 +63,37 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   class Sink final : public WatchSink {
    public:
     explicit Sink(WatchReactor* r) : r_(r) {}
-    void StartWrite(const WatchResponse* resp) override { r_->StartWrite(resp); }
+    void StartWrite(std::string wire) override {
+      // The buffer takes the bytes over without copying them.
+      auto* owned = new std::string(std::move(wire));
+      grpc::Slice slice(
+          owned->data(), owned->size(), [](void* p) { delete static_cast<std::string*>(p); },
+          owned);
+      out_ = grpc::ByteBuffer(&slice, 1);
+      r_->StartWrite(&out_);
+    }
     void Finish() override {
-      r_->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled"));
+      r_->Finish(r_->refusal_
+                     ? *r_->refusal_
+                     : grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled"));
     }
 
    private:
     WatchReactor* r_;
+    grpc::ByteBuffer out_;  // the write in flight (one at a time)
   };
 
   Sink sink_;
   std::shared_ptr<WatchStream> stream_;
-  WatchRequest req_;
+  grpc::ByteBuffer in_;
+  std::optional<grpc::Status> refusal_;  // why the stream ends, when not cancelled
 };
 
-class WatchService final : public etcdserverpb::Watch::CallbackService {
+class WatchService final
+    : public etcdserverpb::Watch::WithRawCallbackMethod_Watch<etcdserverpb::Watch::Service> {
  public:
   explicit WatchService(EtcdServer& s) : s_(s) {}
-  grpc::ServerBidiReactor<WatchRequest, WatchResponse>* Watch(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Watch(
       grpc::CallbackServerContext* ctx) override {
     return new WatchReactor(s_, ctx);
   }

@@ -1,0 +1,116 @@
+#include "etcdw/server/watch_wire.h"
+
+namespace etcdw::server {
+
+namespace {
+
+// Protobuf wire format: a field's key is (number << 3) | wire type; type 2 is length-delimited.
+constexpr char kEventTypeKey = (1 << 3) | 0;        // mvccpb.Event.type (varint)
+constexpr char kEventKvKey = (2 << 3) | 2;          // mvccpb.Event.kv
+constexpr char kEventPrevKey = (3 << 3) | 2;        // mvccpb.Event.prev_kv
+constexpr char kResponseEventsKey = (11 << 3) | 2;  // etcdserverpb.WatchResponse.events
+
+void AppendVarint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Appends a length-delimited field holding `msg`.
+void AppendMessageField(std::string& out, char key, const mvccpb::KeyValue& msg, size_t size) {
+  out.push_back(key);
+  AppendVarint(out, size);
+  const size_t at = out.size();
+  out.resize(at + size);
+  msg.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
+}
+
+}  // namespace
+
+EncodedEvent EncodeEvent(const mvccpb::Event& ev, bool with_prev_kv) {
+  // The fields in number order, as protobuf writes them: type (omitted when PUT, the default),
+  // kv, prev_kv.
+  const bool kv = ev.has_kv();
+  const bool prev = with_prev_kv && ev.has_prev_kv();
+  const size_t kv_size = kv ? ev.kv().ByteSizeLong() : 0;
+  const size_t prev_size = prev ? ev.prev_kv().ByteSizeLong() : 0;
+  size_t body = 0;
+  if (ev.type() != 0) body += 1 + VarintSize(static_cast<uint64_t>(ev.type()));
+  if (kv) body += 1 + VarintSize(kv_size) + kv_size;
+  if (prev) body += 1 + VarintSize(prev_size) + prev_size;
+
+  auto out = std::make_shared<std::string>();
+  out->reserve(1 + VarintSize(body) + body);
+  out->push_back(kResponseEventsKey);
+  AppendVarint(*out, body);
+  if (ev.type() != 0) {
+    out->push_back(kEventTypeKey);
+    AppendVarint(*out, static_cast<uint64_t>(ev.type()));
+  }
+  if (kv) AppendMessageField(*out, kEventKvKey, ev.kv(), kv_size);
+  if (prev) AppendMessageField(*out, kEventPrevKey, ev.prev_kv(), prev_size);
+  return out;
+}
+
+const EncodedEvent& EventEncodings::Get(bool with_prev_kv) {
+  // Without a previous version both forms are the same bytes.
+  if (with_prev_kv && ev_->has_prev_kv()) {
+    if (!with_prev_) with_prev_ = EncodeEvent(*ev_, true);
+    return with_prev_;
+  }
+  if (!plain_) plain_ = EncodeEvent(*ev_, false);
+  return plain_;
+}
+
+WireResponse WireResponse::Control(const etcdserverpb::WatchResponse& resp) {
+  WireResponse r;
+  r.head_ = resp.SerializeAsString();
+  r.size_ = r.head_.size();
+  r.watch_id_ = resp.watch_id();
+  r.mergeable_ = false;
+  return r;
+}
+
+WireResponse WireResponse::Events(const etcdserverpb::ResponseHeader& header, int64_t watch_id,
+                                  bool fragment, std::vector<EncodedEvent> events) {
+  etcdserverpb::WatchResponse head;
+  *head.mutable_header() = header;
+  head.set_watch_id(watch_id);
+  head.set_fragment(fragment);
+  WireResponse r;
+  r.head_ = head.SerializeAsString();
+  r.size_ = r.head_.size();
+  for (const auto& e : events) r.size_ += e->size();
+  r.events_ = std::move(events);
+  r.watch_id_ = watch_id;
+  r.mergeable_ = !fragment && !r.events_.empty();
+  return r;
+}
+
+void WireResponse::Merge(WireResponse&& later) {
+  size_ = size_ - head_.size() + later.size_;
+  head_ = std::move(later.head_);
+  events_.reserve(events_.size() + later.events_.size());
+  for (auto& e : later.events_) events_.push_back(std::move(e));
+}
+
+std::string WireResponse::Encode() const {
+  std::string out;
+  out.reserve(size_);
+  out += head_;
+  for (const auto& e : events_) out += *e;
+  return out;
+}
+
+}  // namespace etcdw::server
