@@ -114,8 +114,8 @@ Result<std::optional<mvccpb::KeyValue>> ReadIndexedVersion(
   std::optional<mvccpb::KeyValue> kv(std::in_place);
   if (!stored || stored->empty() ||
       !kv->ParseFromArray(stored->data(), static_cast<int>(stored->size()))) {
-    return DataLoss("the newest version of a key (revision " + std::to_string(rev) +
-                    ") is missing or corrupt");
+    return DataLoss("the version of a key at revision " + std::to_string(rev) +
+                    " is missing or corrupt");
   }
   return kv;
 }

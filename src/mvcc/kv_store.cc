@@ -160,7 +160,7 @@ const LeaseTable& WriteTxn::leases() const { return store_.leases_; }
 LeaseTable& WriteTxn::mutable_leases() { return store_.leases_; }
 const storage::Engine& WriteTxn::engine() const { return store_.engine_; }
 
-std::optional<KeyMeta> WriteTxn::FindKey(std::string_view key) const {
+std::optional<KeyMeta> WriteTxn::Find(std::string_view key) const {
   if (!key_changes_.empty()) {
     auto it = key_changes_.find(absl::string_view(key.data(), key.size()));
     if (it != key_changes_.end()) return it->second;
@@ -170,15 +170,22 @@ std::optional<KeyMeta> WriteTxn::FindKey(std::string_view key) const {
 }
 
 Result<std::optional<mvccpb::KeyValue>> WriteTxn::Get(std::string_view key) const {
-  const std::optional<KeyMeta> meta = FindKey(key);
+  const std::optional<KeyMeta> meta = Find(key);
   if (!meta) return std::optional<mvccpb::KeyValue>();
-  return ReadIndexedVersion(key, meta->mod_rev, [&](const std::string& vkey) {
-    return store_.engine_.Get(batch_, Column::kKeys, vkey);
-  });
+  ETCDW_ASSIGN_OR_RETURN(mvccpb::KeyValue kv, Read(key, *meta));
+  return std::optional<mvccpb::KeyValue>(std::move(kv));
+}
+
+Result<mvccpb::KeyValue> WriteTxn::Read(std::string_view key, const KeyMeta& meta) const {
+  ETCDW_ASSIGN_OR_RETURN(auto kv,
+                         ReadIndexedVersion(key, meta.mod_rev, [&](const std::string& vkey) {
+                           return store_.engine_.Get(batch_, Column::kKeys, vkey);
+                         }));
+  return std::move(*kv);
 }
 
 void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
-                   const std::optional<mvccpb::KeyValue>& prev) {
+                   const std::optional<KeyMeta>& prev, std::optional<mvccpb::KeyValue> prev_kv) {
   const int64_t rev = begin_rev_ + 1;
   mvccpb::KeyValue kv;
   kv.set_key(key.data(), key.size());
@@ -186,8 +193,8 @@ void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
   kv.set_mod_revision(rev);
   kv.set_lease(lease);
   if (prev) {
-    kv.set_create_revision(prev->create_revision());
-    kv.set_version(prev->version() + 1);
+    kv.set_create_revision(prev->create_rev);
+    kv.set_version(prev->version + 1);
   } else {
     kv.set_create_revision(rev);
     kv.set_version(1);
@@ -200,7 +207,7 @@ void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
   change.append(key);
   batch_.Put(Column::kRevisions, EncodeRevisionKey({rev, changes_}), change);
 
-  const int64_t old_lease = prev ? prev->lease() : 0;
+  const int64_t old_lease = prev ? prev->lease : 0;
   if (old_lease != lease) {
     if (old_lease != 0) LeaseTable::StageDetach(batch_, old_lease, key);
     if (lease != 0) LeaseTable::StageAttach(batch_, lease, key);
@@ -209,7 +216,12 @@ void WriteTxn::Put(std::string_view key, std::string_view value, int64_t lease,
   mvccpb::Event& ev = events_.emplace_back();
   ev.set_type(mvccpb::Event::PUT);
   *ev.mutable_kv() = std::move(kv);
-  if (prev) *ev.mutable_prev_kv() = *prev;
+  if (prev_kv) {
+    *ev.mutable_prev_kv() = std::move(*prev_kv);
+    prev_revs_.push_back(0);
+  } else {
+    prev_revs_.push_back(prev ? prev->mod_rev : 0);
+  }
   ++changes_;
 }
 
@@ -227,6 +239,7 @@ void WriteTxn::StageDelete(const mvccpb::KeyValue& kv) {
   ev.mutable_kv()->set_key(kv.key());
   ev.mutable_kv()->set_mod_revision(rev);
   *ev.mutable_prev_kv() = kv;
+  prev_revs_.push_back(0);
   ++changes_;
 }
 
@@ -256,7 +269,18 @@ std::unique_ptr<WriteTxn> ApplyBatch::Begin() {
 void ApplyBatch::End(std::unique_ptr<WriteTxn> txn) {
   if (!txn->changed()) return;
   ++pending_rev_;
-  changes_.push_back(RevisionEvents{pending_rev_, std::move(txn->events_)});
+  changes_.push_back(
+      RevisionEvents{pending_rev_, std::move(txn->events_), std::move(txn->prev_revs_)});
+}
+
+Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& store,
+                                                        const RevisionEvents& rc, size_t i) {
+  const mvccpb::Event& ev = rc.events[i];
+  if (ev.has_prev_kv()) return std::optional<mvccpb::KeyValue>(ev.prev_kv());
+  const int64_t rev = rc.unread_prev_rev(i);
+  if (rev == 0) return std::optional<mvccpb::KeyValue>();
+  ETCDW_ASSIGN_OR_RETURN(mvccpb::KeyValue kv, store.ReadVersion(ev.kv().key(), rev));
+  return std::optional<mvccpb::KeyValue>(std::move(kv));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,6 +312,13 @@ Status KvStore::Load() {
   compact_rev_ = sched;
   ETCDW_RETURN_IF_ERROR(index_.Load(engine_, rev));
   return leases_.Load(engine_);
+}
+
+Result<mvccpb::KeyValue> KvStore::ReadVersion(std::string_view key, int64_t rev) const {
+  ETCDW_ASSIGN_OR_RETURN(auto kv, ReadIndexedVersion(key, rev, [&](const std::string& vkey) {
+                           return engine_.Get(Column::kKeys, vkey);
+                         }));
+  return std::move(*kv);
 }
 
 std::unique_ptr<ReadView> KvStore::NewReadView() const {

@@ -291,13 +291,21 @@ Result<etcdserverpb::PutResponse> ExecutePut(WriteTxn& txn, const etcdserverpb::
   // Inside a transaction CheckPath has already checked the lease; a transaction cannot revoke
   // one, so checking again gives the same answer.
   if (p.lease() != 0 && !txn.leases().Exists(p.lease())) return errors::LeaseNotFound();
-  ETCDW_ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev, txn.Get(p.key()));
+  // The index says what the put replaces; its value is read only when the request needs it
+  // (watchers that want it read it when the event is sent).
+  const std::optional<KeyMeta> prev = txn.Find(p.key());
   if ((p.ignore_value() || p.ignore_lease()) && !prev) return errors::KeyNotFound();
-  int64_t lease = p.ignore_lease() ? prev->lease() : p.lease();
-  const std::string& value = p.ignore_value() ? prev->value() : p.value();
+  std::optional<mvccpb::KeyValue> prev_kv;
+  if (prev && (p.prev_kv() || p.ignore_value())) {
+    ETCDW_ASSIGN_OR_RETURN(prev_kv, txn.Read(p.key(), *prev));
+  }
+  const int64_t lease = p.ignore_lease() ? prev->lease : p.lease();
+  // ignore_value keeps the value: a copy, as prev_kv moves into the event.
+  const std::string kept = p.ignore_value() ? prev_kv->value() : std::string();
+  const std::string_view value = p.ignore_value() ? std::string_view(kept) : p.value();
   etcdserverpb::PutResponse resp;
-  if (p.prev_kv() && prev) *resp.mutable_prev_kv() = *prev;
-  txn.Put(p.key(), value, lease, prev);
+  if (p.prev_kv() && prev_kv) *resp.mutable_prev_kv() = *prev_kv;
+  txn.Put(p.key(), value, lease, prev, std::move(prev_kv));
   resp.mutable_header()->set_revision(txn.Rev());
   return resp;
 }

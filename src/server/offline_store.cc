@@ -100,8 +100,7 @@ Status OfflineStore::ApplyRevision(const std::vector<mvccpb::Event>& events) {
       orphaned.push_back(key);
       lease = 0;
     }
-    ETCDW_ASSIGN_OR_RETURN(auto prev, txn->Get(key));
-    txn->Put(key, ev.kv().value(), lease, prev);
+    txn->Put(key, ev.kv().value(), lease, txn->Find(key), std::nullopt);
   }
   batch->End(std::move(txn));
   // Only deletions of keys the store does not have: the store is not the one the events

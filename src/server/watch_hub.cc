@@ -224,7 +224,16 @@ void WatchStream::RequestProgress() {
 // WatchHub
 
 WatchHub::WatchHub(const mvcc::KvStore& store, WatchHubOptions opts)
-    : store_(store), opts_(std::move(opts)), rev_(store.Rev()) {}
+    : store_(store), opts_(std::move(opts)), rev_(store.Rev()) {
+  read_prev_ = [this](const mvccpb::Event& ev, int64_t rev) -> std::optional<mvccpb::KeyValue> {
+    Result<mvccpb::KeyValue> kv = store_.ReadVersion(ev.kv().key(), rev);
+    if (kv.ok()) return std::move(*kv);
+    // As etcd does when its read of prev_kv fails, the event goes out without it.
+    log::Error("watch: cannot read the version an event replaced",
+               {log::F("revision", rev), log::F("error", kv.status())});
+    return std::nullopt;
+  };
+}
 
 WatchHub::~WatchHub() { Stop(); }
 
@@ -386,7 +395,9 @@ void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t 
       // Each event is encoded at most twice (with and without prev_kv), whatever the number of
       // watchers it goes to; the header is the same for all of them.
       events.clear();
-      for (const auto& ev : rc.events) events.emplace_back(ev);
+      for (size_t i = 0; i < rc.events.size(); ++i) {
+        events.emplace_back(rc.events[i], rc.unread_prev_rev(i), &read_prev_);
+      }
       const etcdserverpb::ResponseHeader header = NewHeader(rc.rev);
       victims.clear();
       for (Watcher* w : synced_) {

@@ -33,13 +33,13 @@ void AppendMessageField(std::string& out, char key, const mvccpb::KeyValue& msg,
 
 }  // namespace
 
-EncodedEvent EncodeEvent(const mvccpb::Event& ev, bool with_prev_kv) {
+EncodedEvent EncodeEvent(const mvccpb::Event& ev, const mvccpb::KeyValue* prev_kv) {
   // The fields in number order, as protobuf writes them: type (omitted when PUT, the default),
   // kv, prev_kv.
   const bool kv = ev.has_kv();
-  const bool prev = with_prev_kv && ev.has_prev_kv();
+  const bool prev = prev_kv != nullptr;
   const size_t kv_size = kv ? ev.kv().ByteSizeLong() : 0;
-  const size_t prev_size = prev ? ev.prev_kv().ByteSizeLong() : 0;
+  const size_t prev_size = prev ? prev_kv->ByteSizeLong() : 0;
   size_t body = 0;
   if (ev.type() != 0) body += 1 + VarintSize(static_cast<uint64_t>(ev.type()));
   if (kv) body += 1 + VarintSize(kv_size) + kv_size;
@@ -54,17 +54,23 @@ EncodedEvent EncodeEvent(const mvccpb::Event& ev, bool with_prev_kv) {
     AppendVarint(*out, static_cast<uint64_t>(ev.type()));
   }
   if (kv) AppendMessageField(*out, kEventKvKey, ev.kv(), kv_size);
-  if (prev) AppendMessageField(*out, kEventPrevKey, ev.prev_kv(), prev_size);
+  if (prev) AppendMessageField(*out, kEventPrevKey, *prev_kv, prev_size);
   return out;
 }
 
 const EncodedEvent& EventEncodings::Get(bool with_prev_kv) {
-  // Without a previous version both forms are the same bytes.
-  if (with_prev_kv && ev_->has_prev_kv()) {
-    if (!with_prev_) with_prev_ = EncodeEvent(*ev_, true);
-    return with_prev_;
+  if (with_prev_kv && !with_prev_) {
+    if (ev_->has_prev_kv()) {
+      with_prev_ = EncodeEvent(*ev_, &ev_->prev_kv());
+    } else if (unread_prev_rev_ != 0) {
+      std::optional<mvccpb::KeyValue> prev = (*read_prev_)(*ev_, unread_prev_rev_);
+      if (prev) with_prev_ = EncodeEvent(*ev_, &*prev);
+      unread_prev_rev_ = 0;  // read once, found or not
+    }
   }
-  if (!plain_) plain_ = EncodeEvent(*ev_, false);
+  // Without a previous version both forms are the same bytes.
+  if (with_prev_kv && with_prev_) return with_prev_;
+  if (!plain_) plain_ = EncodeEvent(*ev_, nullptr);
   return plain_;
 }
 

@@ -548,20 +548,88 @@ TEST_F(KvStoreTest, PutWithUnknownLeaseFails) {
   EXPECT_EQ(s_->Value("k"), "<none>");
 }
 
-TEST_F(KvStoreTest, PutEventsCarryThePreviousVersion) {
-  s_->Put("k", "v1");
+TEST_F(KvStoreTest, PutEventsNameThePreviousVersionWithoutReadingIt) {
+  s_->Put("k", "v1");  // 2
   ASSERT_EQ(s_->last_events().size(), 1u);
-  const auto& first = s_->last_events()[0].events;
-  ASSERT_EQ(first.size(), 1u);
-  EXPECT_EQ(first[0].type(), mvccpb::Event::PUT);
-  EXPECT_EQ(first[0].kv().value(), "v1");
-  EXPECT_FALSE(first[0].has_prev_kv());
-  s_->Put("k", "v2");
-  const auto& second = s_->last_events()[0].events;
-  ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].kv().version(), 2);
-  ASSERT_TRUE(second[0].has_prev_kv());
-  EXPECT_EQ(second[0].prev_kv().value(), "v1");
+  const RevisionEvents first = s_->last_events()[0];
+  ASSERT_EQ(first.events.size(), 1u);
+  EXPECT_EQ(first.events[0].type(), mvccpb::Event::PUT);
+  EXPECT_EQ(first.events[0].kv().value(), "v1");
+  EXPECT_FALSE(first.events[0].has_prev_kv());
+  EXPECT_EQ(first.unread_prev_rev(0), 0);  // the key was created
+  auto none = ReplacedVersion(kv(), first, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  s_->Put("k", "v2");  // 3
+  const RevisionEvents second = s_->last_events()[0];
+  ASSERT_EQ(second.events.size(), 1u);
+  EXPECT_EQ(second.events[0].kv().version(), 2);
+  EXPECT_FALSE(second.events[0].has_prev_kv()) << "not read: nobody asked for it";
+  EXPECT_EQ(second.unread_prev_rev(0), 2);
+  auto prev = ReplacedVersion(kv(), second, 0);
+  ASSERT_TRUE(prev.ok()) << prev.status().ToString();
+  ASSERT_TRUE(prev->has_value());
+  EXPECT_EQ((*prev)->value(), "v1");
+  EXPECT_EQ((*prev)->mod_revision(), 2);
+  EXPECT_EQ((*prev)->version(), 1);
+
+  // A put that asked for prev_kv read it: its event carries it.
+  auto req = PutReq("k", "v3");
+  req.set_prev_kv(true);
+  ASSERT_TRUE(s_->TryPut(req).ok());
+  const RevisionEvents third = s_->last_events()[0];
+  ASSERT_TRUE(third.events[0].has_prev_kv());
+  EXPECT_EQ(third.events[0].prev_kv().value(), "v2");
+  EXPECT_EQ(third.unread_prev_rev(0), 0);
+
+  // Deletions always carry what they deleted.
+  s_->Delete("k", "");
+  const RevisionEvents del = s_->last_events()[0];
+  ASSERT_TRUE(del.events[0].has_prev_kv());
+  EXPECT_EQ(del.events[0].prev_kv().value(), "v3");
+  EXPECT_EQ(del.unread_prev_rev(0), 0);
+}
+
+TEST_F(KvStoreTest, PutsInOneBatchNameTheVersionTheyReplaceWithinIt) {
+  s_->Put("k", "v1");  // 2
+  s_->Apply([&](WriteTxn& t) {
+    EXPECT_TRUE(ExecutePut(t, PutReq("k", "v2")).ok());  // 3
+    EXPECT_TRUE(ExecutePut(t, PutReq("j", "new")).ok());
+    return 0;
+  });
+  const RevisionEvents rc = s_->last_events()[0];
+  ASSERT_EQ(rc.events.size(), 2u);
+  EXPECT_EQ(rc.unread_prev_rev(0), 2);
+  EXPECT_EQ(rc.unread_prev_rev(1), 0);
+  auto batch = kv().BeginApply();
+  auto t1 = batch->Begin();
+  ASSERT_TRUE(ExecutePut(*t1, PutReq("k", "v3")).ok());  // 4
+  batch->End(std::move(t1));
+  auto t2 = batch->Begin();
+  ASSERT_TRUE(ExecutePut(*t2, PutReq("k", "v4")).ok());  // 5: replaces 4, not yet committed
+  batch->End(std::move(t2));
+  ASSERT_TRUE(kv().Commit(*batch, s_->last_index() + 1).ok());
+  ASSERT_EQ(batch->changes().size(), 2u);
+  EXPECT_EQ(batch->changes()[0].unread_prev_rev(0), 3);
+  EXPECT_EQ(batch->changes()[1].unread_prev_rev(0), 4);
+  auto prev = ReplacedVersion(kv(), batch->changes()[1], 0);
+  ASSERT_TRUE(prev.ok() && prev->has_value());
+  EXPECT_EQ((*prev)->value(), "v3");
+}
+
+TEST_F(KvStoreTest, AReplacedVersionMissingFromTheStoreIsDataLoss) {
+  s_->Put("k", "v1");  // 2
+  s_->Put("k", "v2");  // 3
+  const RevisionEvents rc = s_->last_events()[0];
+  storage::Batch b(s_->engine());
+  b.Delete(storage::Column::kKeys, storage::MakeVersionedKey("k", 2));
+  ASSERT_TRUE(s_->engine().Write(b, false).ok());
+  auto prev = ReplacedVersion(kv(), rc, 0);
+  ASSERT_FALSE(prev.ok());
+  EXPECT_EQ(prev.status().code(), Code::kDataLoss);
+  EXPECT_NE(prev.status().message().find("revision 2"), std::string::npos)
+      << prev.status().ToString();
 }
 
 // --- leases -----------------------------------------------------------------------------------

@@ -188,6 +188,15 @@ class Store {
 
   // The revision events of the last Apply.
   const std::vector<RevisionEvents>& last_events() const { return last_events_; }
+  // Event `i` of the last Apply's revision `r` as a prev_kv watcher gets it: with the version
+  // it replaced read back (ReplacedVersion) when the write did not read it.
+  mvccpb::Event LastEventWithPrev(size_t r, size_t i) const {
+    mvccpb::Event ev = last_events_.at(r).events.at(i);
+    auto prev = ReplacedVersion(*kv_, last_events_[r], i);
+    EXPECT_TRUE(prev.ok()) << prev.status().ToString();
+    if (prev.ok() && *prev) *ev.mutable_prev_kv() = **prev;
+    return ev;
+  }
   uint64_t last_index() const { return index_; }
 
  private:

@@ -295,6 +295,48 @@ TEST_F(WatchHubTest, WatchOnCompactedRevisionIsCanceledWithCompactRevision) {
   s->Close();
 }
 
+TEST_F(WatchHubTest, PrevKvIsReadWhenSentAndLeftOutOnceCompacted) {
+  FakeSink sink;
+  auto s = hub_->NewStream(&sink);
+  auto req = Create("p");
+  req.set_prev_kv(true);
+  s->Create(req);
+  Put("p", "1");  // 2
+  Put("p", "2");  // 3: replaces 2
+  {
+    // 4 replaces 3, and the same batch compacts at 4: etcd reads prev_kv at revision 3,
+    // compacted by then, and sends the event without it.
+    auto batch = kv_->BeginApply();
+    auto txn = batch->Begin();
+    etcdserverpb::PutRequest p;
+    p.set_key("p");
+    p.set_value("3");
+    ASSERT_TRUE(mvcc::ExecutePut(*txn, p).ok());
+    batch->End(std::move(txn));
+    ASSERT_TRUE(kv_->Compact(*batch, 4).ok());
+    ASSERT_TRUE(kv_->Commit(*batch, ++index_).ok());
+    hub_->Notify(batch->changes(), kv_->Rev());
+  }
+  Put("p", "4");  // 5: replaces 4, which the compaction at 4 keeps
+  std::vector<mvccpb::Event> events;
+  for (int i = 0; i < 10 && events.size() < 4; ++i) {
+    events.clear();
+    for (const auto& r : WaitFor(sink, *s, 2 + static_cast<size_t>(i))) {
+      for (const auto& e : r.events()) events.push_back(e);
+    }
+  }
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_FALSE(events[0].has_prev_kv());  // created the key
+  ASSERT_TRUE(events[1].has_prev_kv());
+  EXPECT_EQ(events[1].prev_kv().value(), "1");
+  EXPECT_EQ(events[1].prev_kv().mod_revision(), 2);
+  EXPECT_FALSE(events[2].has_prev_kv()) << "revision 3 is compacted";
+  ASSERT_TRUE(events[3].has_prev_kv());
+  EXPECT_EQ(events[3].prev_kv().value(), "3");
+  EXPECT_EQ(events[3].prev_kv().version(), 3);
+  s->Close();
+}
+
 TEST_F(WatchHubTest, CreateErrorsAndCancel) {
   FakeSink sink;
   auto s = hub_->NewStream(&sink);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace etcdw::server {
 namespace {
@@ -70,12 +73,13 @@ TEST(WatchWireTest, AnEventIsEncodedAsProtobufWritesIt) {
       for (const mvccpb::Event& ev : {Put("/registry/pods/a", value, 9), Delete("/k", 9)}) {
         SCOPED_TRACE("value " + std::to_string(value) + (with_prev ? " with" : " without") +
                      " prev_kv, type " + std::to_string(ev.type()));
-        EXPECT_EQ(*EncodeEvent(ev, with_prev), Reference(nullptr, 0, false, {ev}, with_prev));
+        EXPECT_EQ(*EncodeEvent(ev, with_prev ? &ev.prev_kv() : nullptr),
+                  Reference(nullptr, 0, false, {ev}, with_prev));
       }
     }
   }
   mvccpb::Event bare;  // no kv at all: only what is set is written
-  EXPECT_EQ(*EncodeEvent(bare, true), Reference(nullptr, 0, false, {bare}, true));
+  EXPECT_EQ(*EncodeEvent(bare, nullptr), Reference(nullptr, 0, false, {bare}, true));
 }
 
 TEST(WatchWireTest, EventResponsesAreByteIdenticalToTheWholeMessage) {
@@ -86,7 +90,9 @@ TEST(WatchWireTest, EventResponsesAreByteIdenticalToTheWholeMessage) {
     for (bool fragment : {false, true}) {
       for (bool with_prev : {false, true}) {
         std::vector<EncodedEvent> enc;
-        for (const auto& ev : events) enc.push_back(EncodeEvent(ev, with_prev));
+        for (const auto& ev : events) {
+          enc.push_back(EncodeEvent(ev, with_prev ? &ev.prev_kv() : nullptr));
+        }
         WireResponse r = WireResponse::Events(Header(10), watch_id, fragment, enc);
         const std::string want = Reference(&h10, watch_id, fragment, events, with_prev);
         EXPECT_EQ(r.Encode(), want);
@@ -103,8 +109,9 @@ TEST(WatchWireTest, EventResponsesAreByteIdenticalToTheWholeMessage) {
 TEST(WatchWireTest, MergingKeepsBothRevisionsEventsUnderTheLaterHeader) {
   const mvccpb::Event first = Put("/a", 300, 10);
   const mvccpb::Event second = Delete("/a", 11);
-  WireResponse r = WireResponse::Events(Header(10), 7, false, {EncodeEvent(first, true)});
-  r.Merge(WireResponse::Events(Header(11), 7, false, {EncodeEvent(second, true)}));
+  WireResponse r =
+      WireResponse::Events(Header(10), 7, false, {EncodeEvent(first, &first.prev_kv())});
+  r.Merge(WireResponse::Events(Header(11), 7, false, {EncodeEvent(second, &second.prev_kv())}));
   const ResponseHeader h11 = Header(11);
   const std::string want = Reference(&h11, 7, false, {first, second}, true);
   EXPECT_EQ(r.Encode(), want);
@@ -141,6 +148,39 @@ TEST(WatchWireTest, EachFormOfAnEventIsEncodedOnce) {
   EventEncodings c(created);
   EXPECT_EQ(c.Get(true).get(), c.Get(false).get());
   EXPECT_EQ(*c.Get(true), *plain);
+}
+
+TEST(WatchWireTest, APreviousVersionThePutDidNotReadIsReadOnceWhenWanted) {
+  const mvccpb::Event full = Put("/a", 30, 5);
+  mvccpb::Event lazy = full;
+  lazy.clear_prev_kv();
+  std::vector<std::pair<std::string, int64_t>> reads;
+  const PrevReader reader = [&](const mvccpb::Event& ev, int64_t rev) {
+    reads.emplace_back(ev.kv().key(), rev);
+    return std::optional<mvccpb::KeyValue>(full.prev_kv());
+  };
+  EventEncodings e(lazy, 4, &reader);
+  EXPECT_EQ(*e.Get(false), *EncodeEvent(full, nullptr));
+  EXPECT_TRUE(reads.empty()) << "not read for watchers without prev_kv";
+  EXPECT_EQ(*e.Get(true), *EncodeEvent(full, &full.prev_kv()));
+  EXPECT_EQ(e.Get(true).get(), e.Get(true).get());
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0], std::make_pair(std::string("/a"), int64_t{4}));
+
+  // A version that cannot be read: the event goes out without prev_kv, read only once.
+  reads.clear();
+  const PrevReader missing = [&](const mvccpb::Event& ev, int64_t rev) {
+    reads.emplace_back(ev.kv().key(), rev);
+    return std::optional<mvccpb::KeyValue>();
+  };
+  EventEncodings m(lazy, 4, &missing);
+  EXPECT_EQ(*m.Get(true), *EncodeEvent(full, nullptr));
+  EXPECT_EQ(m.Get(true).get(), m.Get(false).get());
+  EXPECT_EQ(reads.size(), 1u);
+
+  // A revision without a reader (history events carry prev_kv themselves): nothing to read.
+  EventEncodings n(lazy, 4, nullptr);
+  EXPECT_EQ(*n.Get(true), *EncodeEvent(full, nullptr));
 }
 
 }  // namespace

@@ -87,25 +87,34 @@ class WriteTxn final : public ReadView {
       const storage::ReadOptions& opts) const override;
   const LeaseTable& leases() const override;
 
+  // What the key index says about the newest version of `key` as of this transaction (the
+  // batch's changes over the index), without reading it; nullopt when the key does not exist.
+  std::optional<KeyMeta> Find(std::string_view key) const;
   // The latest version of `key` as of this transaction, if the key exists: the key index says
   // which version, one point read fetches it.
   Result<std::optional<mvccpb::KeyValue>> Get(std::string_view key) const;
+  // The stored version `meta` (from Find) describes.
+  Result<mvccpb::KeyValue> Read(std::string_view key, const KeyMeta& meta) const;
   std::optional<Result<std::optional<mvccpb::KeyValue>>> FindNewest(
       std::string_view key) const override {
     return Get(key);
   }
 
-  // Writes a new version of `key`. `prev` must be Get(key) (passed to avoid reading it twice).
+  // Writes a new version of `key`. `prev` must be Find(key). `prev_kv` is the version it
+  // describes when the caller has read it (the event carries it); when not, the value is not
+  // read here: the event records the replaced version's revision instead (RevisionEvents).
   void Put(std::string_view key, std::string_view value, int64_t lease,
-           const std::optional<mvccpb::KeyValue>& prev);
+           const std::optional<KeyMeta>& prev, std::optional<mvccpb::KeyValue> prev_kv);
   // Deletes every key in `range`; returns how many existed. `deleted` receives their last
   // versions when not null.
   Result<int64_t> DeleteRange(const KeyRange& range, std::vector<mvccpb::KeyValue>* deleted);
 
   bool changed() const { return changes_ > 0; }
   int64_t begin_rev() const { return begin_rev_; }
-  // Events of this transaction, in order; prev_kv holds the version each one replaced.
+  // Events of this transaction, in order, and the revisions of the versions puts replaced
+  // without reading them (RevisionEvents::prev_revs).
   const std::vector<mvccpb::Event>& events() const { return events_; }
+  const std::vector<int64_t>& prev_revs() const { return prev_revs_; }
   storage::Batch& batch() { return batch_; }
   const storage::Engine& engine() const;
   LeaseTable& mutable_leases();
@@ -120,8 +129,6 @@ class WriteTxn final : public ReadView {
         begin_rev_(begin_rev),
         compact_rev_(compact_rev) {}
   void StageDelete(const mvccpb::KeyValue& kv);
-  // The key's newest version as of this transaction (the batch's changes over the index).
-  std::optional<KeyMeta> FindKey(std::string_view key) const;
 
   KvStore& store_;
   storage::Batch& batch_;
@@ -132,13 +139,33 @@ class WriteTxn final : public ReadView {
   int64_t compact_rev_;
   int64_t changes_ = 0;
   std::vector<mvccpb::Event> events_;
+  std::vector<int64_t> prev_revs_;  // parallel to events_
 };
 
 // Revision-ordered changes produced by an ApplyBatch, for watchers.
+//
+// A put reads the version it replaces only when its request needs it (prev_kv, ignore_value):
+// most puts know what they replace from the key index alone. Such an event has no prev_kv and
+// prev_revs[i] holds the revision of the version it replaced; ReplacedVersion reads it when a
+// watcher asks for it, as etcd reads prev_kv when it sends an event. prev_revs is empty, or
+// holds 0, where prev_kv is complete (deletions, history read back from the store).
 struct RevisionEvents {
   int64_t rev = 0;
   std::vector<mvccpb::Event> events;
+  std::vector<int64_t> prev_revs;
+
+  // The revision of the replaced version events[i] did not read; 0 when there is none.
+  int64_t unread_prev_rev(size_t i) const { return i < prev_revs.size() ? prev_revs[i] : 0; }
 };
+
+class KvStore;
+
+// The version events[i] replaced: its prev_kv, or the version at unread_prev_rev(i) read from
+// `store` now (the caller must know compaction has not removed it: the store keeps it while
+// the compaction revision is below the event's revision); nullopt when the change created the
+// key. DataLoss when the store lacks a version the event names.
+Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& store,
+                                                        const RevisionEvents& rc, size_t i);
 
 // Changes of several log entries applied together and written with one engine write.
 class ApplyBatch {
@@ -181,6 +208,9 @@ class KvStore {
   const LeaseTable& leases() const { return leases_; }
   storage::Engine& engine() const { return engine_; }
   const KeyIndex& key_index() const { return index_; }
+  // The version of `key` written at `rev`, read from the engine's current state; DataLoss when
+  // it is missing or corrupt. Compaction may remove versions: see ReplacedVersion.
+  Result<mvccpb::KeyValue> ReadVersion(std::string_view key, int64_t rev) const;
 
   // Compaction bookkeeping persisted for the compactor.
   int64_t ScheduledCompactRev() const { return scheduled_compact_rev_.load(); }

@@ -160,6 +160,9 @@ class WatchHub {
 
   const mvcc::KvStore& store_;
   WatchHubOptions opts_;
+  // Reads the versions puts replaced without reading them, for prev_kv watchers (apply thread,
+  // from Notify: the compaction revision cannot move meanwhile).
+  PrevReader read_prev_;
 
   mutable std::mutex mu_;
   int64_t rev_;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,18 +24,31 @@ namespace etcdw::server {
 // One complete `events` field of a WatchResponse, shared by the responses that carry it.
 using EncodedEvent = std::shared_ptr<const std::string>;
 
-// Encodes `ev` as an `events` field, with or without its prev_kv.
-EncodedEvent EncodeEvent(const mvccpb::Event& ev, bool with_prev_kv);
+// Encodes `ev` as an `events` field with `prev_kv` as its previous version (none when null;
+// ev.prev_kv() itself is not looked at).
+EncodedEvent EncodeEvent(const mvccpb::Event& ev, const mvccpb::KeyValue* prev_kv);
+
+// Reads the version `ev` replaced, written at `rev`; nullopt when it cannot be had (the event
+// then goes out without prev_kv).
+using PrevReader =
+    std::function<std::optional<mvccpb::KeyValue>(const mvccpb::Event& ev, int64_t rev)>;
 
 // An event's two encodings (for watchers with and without prev_kv), each built on first use.
+// The previous version is the event's prev_kv or, when the put did not read it
+// (mvcc::RevisionEvents::prev_revs), the version at `unread_prev_rev`, read through `read_prev`
+// the first time a watcher wants it.
 class EventEncodings {
  public:
-  explicit EventEncodings(const mvccpb::Event& ev) : ev_(&ev) {}
+  explicit EventEncodings(const mvccpb::Event& ev, int64_t unread_prev_rev = 0,
+                          const PrevReader* read_prev = nullptr)
+      : ev_(&ev), unread_prev_rev_(read_prev ? unread_prev_rev : 0), read_prev_(read_prev) {}
   const mvccpb::Event& event() const { return *ev_; }
   const EncodedEvent& Get(bool with_prev_kv);
 
  private:
   const mvccpb::Event* ev_;
+  int64_t unread_prev_rev_;
+  const PrevReader* read_prev_;
   EncodedEvent plain_;
   EncodedEvent with_prev_;
 };
