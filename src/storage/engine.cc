@@ -9,6 +9,8 @@
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/write_batch_with_index.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "etcdw/storage/versioned_key.h"
@@ -163,22 +165,88 @@ class BoundedIterator final : public Iterator {
 Snapshot::~Snapshot() { db_->ReleaseSnapshot(snap_); }
 
 Batch::Batch(const Engine& engine)
-    : engine_(engine),
-      wb_(std::make_unique<rocksdb::WriteBatchWithIndex>(rocksdb::BytewiseComparator(), 0,
-                                                         /*overwrite_key=*/true)) {}
+    : engine_(engine), plain_(std::make_unique<rocksdb::WriteBatch>()) {}
 Batch::~Batch() = default;
 
-void Batch::Put(Column c, std::string_view key, std::string_view value) {
-  wb_->Put(engine_.handle(c), S(key), S(value));
+namespace {
+
+// Copies a plain batch's records, in order, into an indexed one.
+class Replay final : public rocksdb::WriteBatch::Handler {
+ public:
+  Replay(const Engine& engine, rocksdb::WriteBatchWithIndex& to) : engine_(engine), to_(to) {}
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    return to_.Put(Handle(cf), key, value);
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    return to_.Delete(Handle(cf), key);
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t cf, const rocksdb::Slice& begin,
+                                const rocksdb::Slice& end) override {
+    // Not indexed (Batch::DeleteRange): recorded in the underlying batch only.
+    return to_.GetWriteBatch()->DeleteRange(Handle(cf), begin, end);
+  }
+
+ private:
+  rocksdb::ColumnFamilyHandle* Handle(uint32_t id) const {
+    for (int c = 0; c < kColumnCount; ++c) {
+      rocksdb::ColumnFamilyHandle* h = engine_.handle(static_cast<Column>(c));
+      if (h->GetID() == id) return h;
+    }
+    return nullptr;  // cannot happen: Batch records only this engine's columns
+  }
+  const Engine& engine_;
+  rocksdb::WriteBatchWithIndex& to_;
+};
+
+}  // namespace
+
+rocksdb::WriteBatch* Batch::Raw() { return indexed_ ? indexed_->GetWriteBatch() : plain_.get(); }
+
+rocksdb::WriteBatchWithIndex& Batch::Indexed() {
+  if (!indexed_) {
+    indexed_ = std::make_unique<rocksdb::WriteBatchWithIndex>(rocksdb::BytewiseComparator(), 0,
+                                                              /*overwrite_key=*/true);
+    Replay replay(engine_, *indexed_);
+    rocksdb::Status s = plain_->Iterate(&replay);
+    if (!s.ok()) {
+      // Only records Batch itself wrote are replayed: a failure is a bug, not bad input.
+      std::fprintf(stderr, "storage: cannot index a write batch: %s\n", s.ToString().c_str());
+      std::abort();
+    }
+    plain_.reset();
+  }
+  return *indexed_;
 }
-void Batch::Delete(Column c, std::string_view key) { wb_->Delete(engine_.handle(c), S(key)); }
+
+void Batch::Put(Column c, std::string_view key, std::string_view value) {
+  if (indexed_) {
+    indexed_->Put(engine_.handle(c), S(key), S(value));
+  } else {
+    plain_->Put(engine_.handle(c), S(key), S(value));
+  }
+}
+void Batch::Delete(Column c, std::string_view key) {
+  if (indexed_) {
+    indexed_->Delete(engine_.handle(c), S(key));
+  } else {
+    plain_->Delete(engine_.handle(c), S(key));
+  }
+}
 void Batch::DeleteRange(Column c, std::string_view begin, std::string_view end) {
   // WriteBatchWithIndex does not index range deletions; record it in the underlying batch.
-  wb_->GetWriteBatch()->DeleteRange(engine_.handle(c), S(begin), S(end));
+  Raw()->DeleteRange(engine_.handle(c), S(begin), S(end));
 }
-size_t Batch::Count() const { return wb_->GetWriteBatch()->Count(); }
-size_t Batch::DataSize() const { return wb_->GetWriteBatch()->GetDataSize(); }
-void Batch::Clear() { wb_->Clear(); }
+size_t Batch::Count() const {
+  return indexed_ ? indexed_->GetWriteBatch()->Count() : plain_->Count();
+}
+size_t Batch::DataSize() const {
+  return indexed_ ? indexed_->GetWriteBatch()->GetDataSize() : plain_->GetDataSize();
+}
+void Batch::Clear() {
+  indexed_.reset();
+  plain_ = std::make_unique<rocksdb::WriteBatch>();
+}
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const EngineOptions& o) {
   std::unique_ptr<Engine> e(new Engine());
@@ -253,7 +321,7 @@ Engine::~Engine() {
 Status Engine::Write(Batch& batch, bool sync) {
   rocksdb::WriteOptions wo;
   wo.sync = sync;
-  return FromRocks(db_->Write(wo, batch.wb_->GetWriteBatch()), "write");
+  return FromRocks(db_->Write(wo, batch.Raw()), "write");
 }
 
 Result<std::optional<std::string>> Engine::Get(Column c, std::string_view key,
@@ -270,7 +338,7 @@ Result<std::optional<std::string>> Engine::Get(Column c, std::string_view key,
 Result<std::optional<std::string>> Engine::Get(Batch& batch, Column c, std::string_view key) const {
   rocksdb::ReadOptions ro;
   std::string v;
-  rocksdb::Status s = batch.wb_->GetFromBatchAndDB(db_, ro, handle(c), S(key), &v);
+  rocksdb::Status s = batch.Indexed().GetFromBatchAndDB(db_, ro, handle(c), S(key), &v);
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return FromRocks(s, "get");
   return std::optional<std::string>(std::move(v));
@@ -314,7 +382,7 @@ std::unique_ptr<Iterator> Engine::NewIterator(Batch& batch, Column c,
   PreparedRead p = Prepare(opts, opts.snapshot ? opts.snapshot->snap_ : nullptr);
   rocksdb::Iterator* base = db_->NewIterator(*p.ro, handle(c));
   std::unique_ptr<rocksdb::Iterator> it(
-      batch.wb_->NewIteratorWithBase(handle(c), base, p.ro.get()));
+      batch.Indexed().NewIteratorWithBase(handle(c), base, p.ro.get()));
   return std::make_unique<BoundedIterator>(std::move(it), /*check_bounds=*/true,
                                            handle(c)->GetComparator(), opts.lower_bound,
                                            opts.upper_bound, std::move(p.ro), std::move(p.lb),

@@ -327,6 +327,54 @@ TEST(BatchTest, DeleteRangeThenPutInOneBatchKeepsThePut) {
   EXPECT_EQ(Get(*e, Column::kRaftLog, "2"), "new");
 }
 
+TEST(BatchTest, ChangesBeforeTheFirstReadAreKeptInOrderAndSeenByIt) {
+  // The batch records changes unindexed until something reads through it: the first read
+  // must see them all, in order, and what follows must apply after them.
+  auto e = OpenInMemory();
+  PutAll(*e, Column::kRaftLog, {"1", "2", "3"});
+  PutAll(*e, Column::kMeta, {"gone", "kept"});
+  Batch b(*e);
+  b.Put(Column::kMeta, "a", "1");
+  b.Put(Column::kMeta, "a", "2");  // the later write of a key wins
+  b.Delete(Column::kMeta, "gone");
+  b.Put(Column::kKeys, MakeVersionedKey("k", 3), "k3");
+  b.DeleteRange(Column::kRaftLog, "1", "3");
+  b.Put(Column::kLeases, "l", "lease");
+  const size_t count = b.Count();
+  const size_t size = b.DataSize();
+  EXPECT_EQ(count, 6u);
+
+  EXPECT_EQ(Get(*e, b, Column::kMeta, "a"), "2");  // the first read: the batch is indexed now
+  EXPECT_EQ(b.Count(), count);
+  EXPECT_EQ(b.DataSize(), size);
+  EXPECT_EQ(Get(*e, b, Column::kMeta, "gone"), "<none>");
+  EXPECT_EQ(Get(*e, b, Column::kMeta, "kept"), "vkept");
+  EXPECT_EQ(Get(*e, b, Column::kKeys, MakeVersionedKey("k", 3)), "k3");
+  EXPECT_EQ(Get(*e, b, Column::kLeases, "l"), "lease");
+
+  b.Put(Column::kMeta, "a", "3");
+  b.Put(Column::kMeta, "gone", "back");
+  EXPECT_EQ(b.Count(), count + 2);
+  auto it = e->NewIterator(b, Column::kMeta);
+  EXPECT_EQ(Forward(*it), (Keys{"a", "gone", "kept"}));
+  EXPECT_EQ(Get(*e, b, Column::kMeta, "a"), "3");
+
+  ASSERT_TRUE(e->Write(b, false).ok());
+  EXPECT_EQ(Get(*e, Column::kMeta, "a"), "3");
+  EXPECT_EQ(Get(*e, Column::kMeta, "gone"), "back");
+  EXPECT_EQ(Get(*e, Column::kKeys, MakeVersionedKey("k", 3)), "k3");
+  EXPECT_EQ(Get(*e, Column::kLeases, "l"), "lease");
+  auto log = e->NewIterator(Column::kRaftLog);
+  EXPECT_EQ(Forward(*log), (Keys{"3"}));
+
+  // Cleared, it starts unindexed again.
+  b.Clear();
+  EXPECT_TRUE(b.Empty());
+  b.Put(Column::kMeta, "z", "26");
+  EXPECT_EQ(Get(*e, b, Column::kMeta, "z"), "26");
+  EXPECT_EQ(Get(*e, b, Column::kMeta, "a"), "3");
+}
+
 TEST(IteratorTest, UnboundedSeeks) {
   auto e = OpenInMemory();
   PutAll(*e, Column::kMeta, {"b", "d", "f"});

@@ -18,6 +18,7 @@ class DB;
 class ColumnFamilyHandle;
 class Iterator;
 class Snapshot;
+class WriteBatch;
 class WriteBatchWithIndex;
 class Env;
 class Cache;
@@ -86,6 +87,11 @@ struct ReadOptions {
 
 // A write batch that can be read back before it is written (read-your-writes): Get and
 // NewIterator merge the batch's pending changes over the database.
+//
+// Changes are recorded in a plain batch until the first read through it; that read builds the
+// index reads need (replaying the changes so far), and later changes are indexed as they come.
+// Most batches are never read back (puts know what they replace from the MVCC key index), so
+// they skip the indexing.
 class Batch {
  public:
   explicit Batch(const Engine& engine);
@@ -105,8 +111,14 @@ class Batch {
 
  private:
   friend class Engine;
+  // The batch in RocksDB's form, for writing it.
+  rocksdb::WriteBatch* Raw();
+  // The indexed form, built on first use.
+  rocksdb::WriteBatchWithIndex& Indexed();
+
   const Engine& engine_;
-  std::unique_ptr<rocksdb::WriteBatchWithIndex> wb_;
+  std::unique_ptr<rocksdb::WriteBatch> plain_;             // until the first read
+  std::unique_ptr<rocksdb::WriteBatchWithIndex> indexed_;  // from then on
 };
 
 class Engine {
