@@ -69,8 +69,9 @@ class WatchHubTest : public ::testing::Test {
   }
   void TearDown() override { hub_->Stop(); }
 
-  // Applies puts (one transaction each) and notifies the hub as the applier does.
-  void Put(const std::string& k, const std::string& v, int n = 1) {
+  // Applies puts (one transaction each) and notifies the hub as the applier does; a
+  // compaction to `compact` (when not 0) is applied in the same batch, after them.
+  void Put(const std::string& k, const std::string& v, int n = 1, int64_t compact = 0) {
     auto batch = kv_->BeginApply();
     for (int i = 0; i < n; ++i) {
       auto txn = batch->Begin();
@@ -80,6 +81,7 @@ class WatchHubTest : public ::testing::Test {
       ASSERT_TRUE(mvcc::ExecutePut(*txn, p).ok());
       batch->End(std::move(txn));
     }
+    if (compact != 0) ASSERT_TRUE(kv_->Compact(*batch, compact).ok());
     ASSERT_TRUE(kv_->Commit(*batch, ++index_).ok());
     hub_->Notify(batch->changes(), kv_->Rev());
   }
@@ -303,20 +305,9 @@ TEST_F(WatchHubTest, PrevKvIsReadWhenSentAndLeftOutOnceCompacted) {
   s->Create(req);
   Put("p", "1");  // 2
   Put("p", "2");  // 3: replaces 2
-  {
-    // 4 replaces 3, and the same batch compacts at 4: etcd reads prev_kv at revision 3,
-    // compacted by then, and sends the event without it.
-    auto batch = kv_->BeginApply();
-    auto txn = batch->Begin();
-    etcdserverpb::PutRequest p;
-    p.set_key("p");
-    p.set_value("3");
-    ASSERT_TRUE(mvcc::ExecutePut(*txn, p).ok());
-    batch->End(std::move(txn));
-    ASSERT_TRUE(kv_->Compact(*batch, 4).ok());
-    ASSERT_TRUE(kv_->Commit(*batch, ++index_).ok());
-    hub_->Notify(batch->changes(), kv_->Rev());
-  }
+  // 4 replaces 3, and the same batch compacts at 4: etcd reads prev_kv at revision 3,
+  // compacted by then, and sends the event without it.
+  Put("p", "3", 1, /*compact=*/4);
   Put("p", "4");  // 5: replaces 4, which the compaction at 4 keeps
   std::vector<mvccpb::Event> events;
   for (int i = 0; i < 10 && events.size() < 4; ++i) {
