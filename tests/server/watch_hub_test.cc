@@ -81,7 +81,9 @@ class WatchHubTest : public ::testing::Test {
       ASSERT_TRUE(mvcc::ExecutePut(*txn, p).ok());
       batch->End(std::move(txn));
     }
-    if (compact != 0) ASSERT_TRUE(kv_->Compact(*batch, compact).ok());
+    if (compact != 0) {
+      ASSERT_TRUE(kv_->Compact(*batch, compact).ok());
+    }
     ASSERT_TRUE(kv_->Commit(*batch, ++index_).ok());
     hub_->Notify(batch->changes(), kv_->Rev());
   }
