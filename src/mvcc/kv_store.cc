@@ -273,16 +273,6 @@ void ApplyBatch::End(std::unique_ptr<WriteTxn> txn) {
       RevisionEvents{pending_rev_, std::move(txn->events_), std::move(txn->prev_revs_)});
 }
 
-Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& store,
-                                                        const RevisionEvents& rc, size_t i) {
-  const mvccpb::Event& ev = rc.events[i];
-  if (ev.has_prev_kv()) return std::optional<mvccpb::KeyValue>(ev.prev_kv());
-  const int64_t rev = rc.unread_prev_rev(i);
-  if (rev == 0) return std::optional<mvccpb::KeyValue>();
-  ETCDW_ASSIGN_OR_RETURN(mvccpb::KeyValue kv, store.ReadVersion(ev.kv().key(), rev));
-  return std::optional<mvccpb::KeyValue>(std::move(kv));
-}
-
 // ---------------------------------------------------------------------------------------------
 // KvStore
 

@@ -201,7 +201,9 @@ class Replay final : public rocksdb::WriteBatch::Handler {
 
 }  // namespace
 
-rocksdb::WriteBatch* Batch::Raw() { return indexed_ ? indexed_->GetWriteBatch() : plain_.get(); }
+rocksdb::WriteBatch* Batch::Raw() const {
+  return indexed_ ? indexed_->GetWriteBatch() : plain_.get();
+}
 
 rocksdb::WriteBatchWithIndex& Batch::Indexed() {
   if (!indexed_) {
@@ -237,12 +239,8 @@ void Batch::DeleteRange(Column c, std::string_view begin, std::string_view end) 
   // WriteBatchWithIndex does not index range deletions; record it in the underlying batch.
   Raw()->DeleteRange(engine_.handle(c), S(begin), S(end));
 }
-size_t Batch::Count() const {
-  return indexed_ ? indexed_->GetWriteBatch()->Count() : plain_->Count();
-}
-size_t Batch::DataSize() const {
-  return indexed_ ? indexed_->GetWriteBatch()->GetDataSize() : plain_->GetDataSize();
-}
+size_t Batch::Count() const { return Raw()->Count(); }
+size_t Batch::DataSize() const { return Raw()->GetDataSize(); }
 void Batch::Clear() {
   indexed_.reset();
   plain_ = std::make_unique<rocksdb::WriteBatch>();

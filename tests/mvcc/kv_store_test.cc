@@ -19,6 +19,7 @@ using etcdserverpb::RangeRequest;
 using testutil::KeysOf;
 using testutil::PutReq;
 using testutil::RangeReq;
+using testutil::ReplacedVersion;
 using testutil::Store;
 using Keys = std::vector<std::string>;
 

@@ -91,6 +91,18 @@ inline std::vector<std::string> KeysOf(const etcdserverpb::RangeResponse& r) {
 }
 
 // A store with helpers that apply one request per batch, as the server's applier does.
+// The version rc.events[i] replaced, as a prev_kv watcher gets it: its prev_kv, or the
+// version at rc.unread_prev_rev(i) read from `store`; nullopt when the change created the key.
+inline Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& store,
+                                                               const RevisionEvents& rc, size_t i) {
+  const mvccpb::Event& ev = rc.events.at(i);
+  if (ev.has_prev_kv()) return std::optional<mvccpb::KeyValue>(ev.prev_kv());
+  const int64_t rev = rc.unread_prev_rev(i);
+  if (rev == 0) return std::optional<mvccpb::KeyValue>();
+  ETCDW_ASSIGN_OR_RETURN(mvccpb::KeyValue kv, store.ReadVersion(ev.kv().key(), rev));
+  return std::optional<mvccpb::KeyValue>(std::move(kv));
+}
+
 class Store {
  public:
   static std::unique_ptr<Store> InMemory() {

@@ -111,10 +111,9 @@ class WriteTxn final : public ReadView {
 
   bool changed() const { return changes_ > 0; }
   int64_t begin_rev() const { return begin_rev_; }
-  // Events of this transaction, in order, and the revisions of the versions puts replaced
-  // without reading them (RevisionEvents::prev_revs).
+  // Events of this transaction, in order (ApplyBatch::End moves them, with the revisions of
+  // the versions puts replaced without reading them, into RevisionEvents).
   const std::vector<mvccpb::Event>& events() const { return events_; }
-  const std::vector<int64_t>& prev_revs() const { return prev_revs_; }
   storage::Batch& batch() { return batch_; }
   const storage::Engine& engine() const;
   LeaseTable& mutable_leases();
@@ -146,9 +145,10 @@ class WriteTxn final : public ReadView {
 //
 // A put reads the version it replaces only when its request needs it (prev_kv, ignore_value):
 // most puts know what they replace from the key index alone. Such an event has no prev_kv and
-// prev_revs[i] holds the revision of the version it replaced; ReplacedVersion reads it when a
-// watcher asks for it, as etcd reads prev_kv when it sends an event. prev_revs is empty, or
-// holds 0, where prev_kv is complete (deletions, history read back from the store).
+// prev_revs[i] holds the revision of the version it replaced; the watch hub reads it
+// (KvStore::ReadVersion) when a watcher asks for it, as etcd reads prev_kv when it sends an event.
+// prev_revs is empty, or holds 0, where prev_kv is complete (deletions, history read back from the
+// store).
 struct RevisionEvents {
   int64_t rev = 0;
   std::vector<mvccpb::Event> events;
@@ -157,15 +157,6 @@ struct RevisionEvents {
   // The revision of the replaced version events[i] did not read; 0 when there is none.
   int64_t unread_prev_rev(size_t i) const { return i < prev_revs.size() ? prev_revs[i] : 0; }
 };
-
-class KvStore;
-
-// The version events[i] replaced: its prev_kv, or the version at unread_prev_rev(i) read from
-// `store` now (the caller must know compaction has not removed it: the store keeps it while
-// the compaction revision is below the event's revision); nullopt when the change created the
-// key. DataLoss when the store lacks a version the event names.
-Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& store,
-                                                        const RevisionEvents& rc, size_t i);
 
 // Changes of several log entries applied together and written with one engine write.
 class ApplyBatch {
@@ -209,7 +200,8 @@ class KvStore {
   storage::Engine& engine() const { return engine_; }
   const KeyIndex& key_index() const { return index_; }
   // The version of `key` written at `rev`, read from the engine's current state; DataLoss when
-  // it is missing or corrupt. Compaction may remove versions: see ReplacedVersion.
+  // it is missing or corrupt. Compaction removes versions: one replaced at revision R is kept
+  // while the compaction revision is below R.
   Result<mvccpb::KeyValue> ReadVersion(std::string_view key, int64_t rev) const;
 
   // Compaction bookkeeping persisted for the compactor.

@@ -112,7 +112,7 @@ class Batch {
  private:
   friend class Engine;
   // The batch in RocksDB's form, for writing it.
-  rocksdb::WriteBatch* Raw();
+  rocksdb::WriteBatch* Raw() const;
   // The indexed form, built on first use.
   rocksdb::WriteBatchWithIndex& Indexed();
 
