@@ -221,20 +221,15 @@ rocksdb::WriteBatchWithIndex& Batch::Indexed() {
   return *indexed_;
 }
 
+rocksdb::WriteBatchBase& Batch::Recorder() {
+  if (indexed_) return *indexed_;
+  return *plain_;
+}
+
 void Batch::Put(Column c, std::string_view key, std::string_view value) {
-  if (indexed_) {
-    indexed_->Put(engine_.handle(c), S(key), S(value));
-  } else {
-    plain_->Put(engine_.handle(c), S(key), S(value));
-  }
+  Recorder().Put(engine_.handle(c), S(key), S(value));
 }
-void Batch::Delete(Column c, std::string_view key) {
-  if (indexed_) {
-    indexed_->Delete(engine_.handle(c), S(key));
-  } else {
-    plain_->Delete(engine_.handle(c), S(key));
-  }
-}
+void Batch::Delete(Column c, std::string_view key) { Recorder().Delete(engine_.handle(c), S(key)); }
 void Batch::DeleteRange(Column c, std::string_view begin, std::string_view end) {
   // WriteBatchWithIndex does not index range deletions; record it in the underlying batch.
   Raw()->DeleteRange(engine_.handle(c), S(begin), S(end));

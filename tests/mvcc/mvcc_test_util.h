@@ -90,7 +90,6 @@ inline std::vector<std::string> KeysOf(const etcdserverpb::RangeResponse& r) {
   return out;
 }
 
-// A store with helpers that apply one request per batch, as the server's applier does.
 // The version rc.events[i] replaced, as a prev_kv watcher gets it: its prev_kv, or the
 // version at rc.unread_prev_rev(i) read from `store`; nullopt when the change created the key.
 inline Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& store,
@@ -103,6 +102,7 @@ inline Result<std::optional<mvccpb::KeyValue>> ReplacedVersion(const KvStore& st
   return std::optional<mvccpb::KeyValue>(std::move(kv));
 }
 
+// A store with helpers that apply one request per batch, as the server's applier does.
 class Store {
  public:
   static std::unique_ptr<Store> InMemory() {

@@ -19,6 +19,7 @@ class ColumnFamilyHandle;
 class Iterator;
 class Snapshot;
 class WriteBatch;
+class WriteBatchBase;
 class WriteBatchWithIndex;
 class Env;
 class Cache;
@@ -115,6 +116,8 @@ class Batch {
   rocksdb::WriteBatch* Raw() const;
   // The indexed form, built on first use.
   rocksdb::WriteBatchWithIndex& Indexed();
+  // Where puts and deletes go: the indexed form once built, else the plain batch.
+  rocksdb::WriteBatchBase& Recorder();
 
   const Engine& engine_;
   std::unique_ptr<rocksdb::WriteBatch> plain_;             // until the first read
