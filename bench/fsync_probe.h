@@ -1,5 +1,7 @@
-// The disk's own ceiling for one durable writer: how many times per second one thread can append
-// a small record to a file and fdatasync it (what a single client's put waits for at best).
+// The disk's own ceiling for one durable writer: how many times per second one thread can write
+// a small record to a file and fdatasync it (what a single client's put waits for at best), both
+// appending to a growing file and overwriting a file preallocated with zeros (how our Raft log
+// writes; a sync then has no file size or block map to write).
 #pragma once
 
 #include <chrono>
@@ -7,9 +9,13 @@
 
 namespace etcdw::bench {
 
-// Appends 256 B + fdatasync in a new file under `dir` for `duration`; returns operations per
-// second, or -1 with *error.
-double MeasureFsyncRate(const std::string& dir, std::chrono::milliseconds duration,
-                        std::string* error);
+struct DiskSyncRates {
+  double append = 0;     // 256 B appended + fdatasync, per second
+  double overwrite = 0;  // 256 B written over synced zeros + fdatasync, per second
+};
+
+// Measures both rates in new files under `dir`, for `duration` each; false with *error.
+bool MeasureDiskSyncRates(const std::string& dir, std::chrono::milliseconds duration,
+                          DiskSyncRates* out, std::string* error);
 
 }  // namespace etcdw::bench

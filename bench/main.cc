@@ -108,14 +108,16 @@ int main(int argc, char** argv) {
     }
   }
   std::string error;
-  double fsyncs = MeasureFsyncRate(
-      DataRoot(), quick ? std::chrono::milliseconds(300) : std::chrono::milliseconds(3000), &error);
-  if (fsyncs < 0) {
+  DiskSyncRates disk;
+  if (!MeasureDiskSyncRates(
+          DataRoot(), quick ? std::chrono::milliseconds(300) : std::chrono::milliseconds(3000),
+          &disk, &error)) {
     std::cerr << "etcdw_bench: " << error << "\n";
     return 1;
   }
-  std::cerr << "disk: " << static_cast<long>(fsyncs) << " appends+fdatasync/s under " << DataRoot()
-            << "\n";
+  std::cerr << "disk under " << DataRoot() << ": " << static_cast<long>(disk.append)
+            << " appends+fdatasync/s, " << static_cast<long>(disk.overwrite)
+            << " overwrites of preallocated zeros+fdatasync/s\n";
 
   std::vector<WorkloadRun> runs;
   bool all_ok = true;
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
     all_ok = all_ok && run.etcd.ok && run.ours.ok;
     runs.push_back(std::move(run));
   }
-  std::string table = Report(runs, fsyncs, quick);
+  std::string table = Report(runs, disk, quick);
   std::cout << table;
   if (!out_path.empty()) std::ofstream(out_path) << table;
   return all_ok ? 0 : 1;

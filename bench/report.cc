@@ -37,7 +37,7 @@ std::string LoadRow(const Workload& w, Outcome& etcd, Outcome& ours) {
 
 }  // namespace
 
-std::string Report(std::vector<WorkloadRun>& runs, double fsyncs_per_sec, bool quick) {
+std::string Report(std::vector<WorkloadRun>& runs, const DiskSyncRates& disk, bool quick) {
   std::string out;
   out +=
       "| workload | etcd ops/s | ours ops/s | ours/etcd | etcd p50 / p99 ms | ours p50 / p99 ms "
@@ -49,7 +49,10 @@ std::string Report(std::vector<WorkloadRun>& runs, double fsyncs_per_sec, bool q
   }
   out += "\n| figure | unit | etcd | ours | ours/etcd |\n|---|---|--:|--:|--:|\n";
   out += fmt::format("| disk: append 256 B + fdatasync, one thread | ops/s | {} | | |\n",
-                     Number(fsyncs_per_sec));
+                     Number(disk.append));
+  out += fmt::format(
+      "| disk: overwrite 256 B of preallocated zeros + fdatasync, one thread | ops/s | {} | | |\n",
+      Number(disk.overwrite));
   for (auto& r : runs) {
     if (!r.etcd.ok || !r.ours.ok) {
       if (!r.etcd.has_load && !r.ours.has_load) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fsync_probe.h"
 #include "workloads.h"
 
 namespace etcdw::bench {
@@ -15,7 +16,7 @@ struct WorkloadRun {
   Outcome ours;
 };
 
-// fsyncs_per_sec: the disk's rate of appending 256 B + fdatasync in the data directory.
-std::string Report(std::vector<WorkloadRun>& runs, double fsyncs_per_sec, bool quick);
+// disk: the disk's rates of 256 B + fdatasync in the data directory (fsync_probe.h).
+std::string Report(std::vector<WorkloadRun>& runs, const DiskSyncRates& disk, bool quick);
 
 }  // namespace etcdw::bench

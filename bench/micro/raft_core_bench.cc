@@ -3,7 +3,7 @@
 // the Ready with the committed entries, persist the hard state, Advance. The followers are
 // simulated by their answers; no messages are sent.
 //
-// Two logs behind raft::Storage: MemoryStorage, and the durable storage::RaftLog on a real engine
+// Two logs behind raft::Storage: MemoryStorage, and the durable storage::RaftLog in its files
 // (written without sync: raft_log_bench.cc measures the fsync). The difference is what the core
 // pays to read the durable log: Term() and Entries() calls, counted per proposal.
 #include <benchmark/benchmark.h>
@@ -94,9 +94,9 @@ class EngineBackend final : public LogBackend {
  public:
   static Result<std::unique_ptr<EngineBackend>> Open() {
     std::unique_ptr<EngineBackend> b(new EngineBackend());
-    ETCDW_ASSIGN_OR_RETURN(b->disk_, OpenDiskEngine("raftcore"));
-    b->log_ = std::make_unique<storage::RaftLog>(*b->disk_.engine);
-    ETCDW_RETURN_IF_ERROR(b->log_->Load());
+    b->dir_ = std::make_unique<testsupport::ScratchDir>("micro-raftcore");
+    b->log_ = std::make_unique<storage::RaftLog>(b->dir_->path() + "/wal");
+    ETCDW_RETURN_IF_ERROR(b->log_->Open(nullptr));
     // The server's adapter; the membership comes from CountingStorage, and no snapshot is taken.
     b->storage_ = std::make_unique<server::RaftLogStorage>(
         *b->log_, [] { return raftpb::ConfState(); },
@@ -105,28 +105,19 @@ class EngineBackend final : public LogBackend {
   }
   const raft::Storage& storage() const override { return *storage_; }
   Status Persist(const raft::Ready& rd) override {
-    storage::Batch batch(*disk_.engine);
-    log_->StageAppend(batch, rd.entries);
-    if (rd.hard_state) log_->StageHardState(batch, *rd.hard_state);
-    const uint64_t last = rd.entries.empty() ? log_->LastIndex() : rd.entries.back().index();
-    std::optional<std::pair<uint64_t, uint64_t>> compact;
-    if (last - log_->CompactedIndex() > kCompactAbove && last - kKeepEntries <= log_->LastIndex()) {
-      ETCDW_ASSIGN_OR_RETURN(uint64_t term, log_->Term(last - kKeepEntries));
-      compact = std::make_pair(last - kKeepEntries, term);
-      log_->StageCompact(batch, compact->first, compact->second);
+    ETCDW_RETURN_IF_ERROR(
+        log_->Append(rd.entries, rd.hard_state ? &*rd.hard_state : nullptr, /*sync=*/false));
+    const uint64_t last = log_->LastIndex();
+    if (last - log_->CompactedIndex() > kCompactAbove) {
+      ETCDW_RETURN_IF_ERROR(log_->Compact(last - kKeepEntries));
     }
-    if (batch.Empty()) return Status::Ok();
-    ETCDW_RETURN_IF_ERROR(disk_.engine->Write(batch, /*sync=*/false));
-    log_->CommittedAppend(rd.entries);
-    if (rd.hard_state) log_->CommittedHardState(*rd.hard_state);
-    if (compact) log_->CommittedCompact(compact->first, compact->second);
     return Status::Ok();
   }
 
  private:
   EngineBackend() = default;
-  DiskEngine disk_;
-  std::unique_ptr<storage::RaftLog> log_;  // these two are destroyed before disk_
+  std::unique_ptr<testsupport::ScratchDir> dir_;
+  std::unique_ptr<storage::RaftLog> log_;  // these two are destroyed before dir_
   std::unique_ptr<server::RaftLogStorage> storage_;
 };
 
@@ -165,7 +156,7 @@ Status ElectLeader(raft::RawNode& node, LogBackend& backend) {
   return Status::Ok();
 }
 
-// Arguments: proposals per Ready, and the log (0: MemoryStorage, 1: RaftLog on an engine).
+// Arguments: proposals per Ready, and the log (0: MemoryStorage, 1: RaftLog in its directory).
 void BM_RaftLeaderCommit(benchmark::State& state) {
   const int per_ready = static_cast<int>(state.range(0));
   std::unique_ptr<LogBackend> backend;

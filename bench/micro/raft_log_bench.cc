@@ -1,6 +1,6 @@
 // The durable Raft log, written as RaftNode::HandleReady writes it: a Ready's entries and hard
-// state staged into one batch, one engine write (synced when Raft says so, which it does
-// whenever there are entries), then the in-memory view advanced.
+// state in one append (synced when Raft says so, which it does whenever there are entries),
+// compacted as the server compacts it.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -24,11 +24,9 @@ constexpr uint64_t kKeepEntries = 5000;
 void BM_RaftLogAppend(benchmark::State& state) {
   const int per_write = static_cast<int>(state.range(0));
   const bool sync = state.range(1) != 0;
-  auto disk = OpenDiskEngine("raftlog");
-  if (!Check(state, disk.status())) return;
-  storage::Engine& engine = *disk->engine;
-  storage::RaftLog log(engine);
-  if (!Check(state, log.Load())) return;
+  testsupport::ScratchDir dir("micro-raftlog");
+  storage::RaftLog log(dir.path() + "/wal");
+  if (!Check(state, log.Open(nullptr))) return;
 
   std::vector<raftpb::Entry> entries(per_write);
   for (int i = 0; i < per_write; ++i) {
@@ -45,16 +43,10 @@ void BM_RaftLogAppend(benchmark::State& state) {
     for (auto& e : entries) e.set_index(++index);
     // A single voter commits its entries at once: every Ready also moves the commit index.
     hs.set_commit(index);
-    storage::Batch batch(engine);
-    log.StageAppend(batch, entries);
-    log.StageHardState(batch, hs);
-    const bool compact = index - log.CompactedIndex() > kCompactAbove;
-    const uint64_t compact_to = index - kKeepEntries;
-    if (compact) log.StageCompact(batch, compact_to, 1);
-    if (!Check(state, engine.Write(batch, sync))) break;
-    log.CommittedAppend(entries);
-    log.CommittedHardState(hs);
-    if (compact) log.CommittedCompact(compact_to, 1);
+    if (!Check(state, log.Append(entries, &hs, sync))) break;
+    if (index - log.CompactedIndex() > kCompactAbove) {
+      if (!Check(state, log.Compact(index - kKeepEntries))) break;
+    }
   }
   const uint64_t appended = static_cast<uint64_t>(state.iterations()) * per_write;
   if (!state.error_occurred()) {

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace etcdw::common {
@@ -26,9 +27,33 @@ const Crc32cTable& Table() {
   static const Crc32cTable table;
   return table;
 }
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(uint32_t crc, std::string_view data) {
+  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+  size_t n = data.size();
+  uint64_t c = ~crc;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return ~c32;
+}
+#endif
 }  // namespace
 
 uint32_t Crc32c(uint32_t crc, std::string_view data) {
+#if defined(__x86_64__)
+  static const bool sse42 = __builtin_cpu_supports("sse4.2");
+  if (sse42) return Crc32cSse42(crc, data);
+#endif
+  return Crc32cPortable(crc, data);
+}
+
+uint32_t Crc32cPortable(uint32_t crc, std::string_view data) {
   const auto& t = Table().t;
   const auto* p = reinterpret_cast<const uint8_t*>(data.data());
   size_t n = data.size();

@@ -10,6 +10,7 @@
 // entry, and the MVCC consistency check (data_dir_consistency.cc).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -27,6 +28,7 @@ namespace data_dir_internal {
 
 std::string MemberDir(const std::string& dir) { return dir + "/member"; }
 std::string StoreDir(const std::string& dir) { return dir + "/member/store"; }
+std::string WalDir(const std::string& dir) { return dir + "/member/wal"; }
 
 Result<std::unique_ptr<storage::Engine>> OpenExistingStore(const std::string& dir) {
   struct stat st;
@@ -92,53 +94,47 @@ Status CheckNewestRevision(const storage::Engine& engine, const mvcc::KvStore& k
   return it->status();
 }
 
-// Every entry of the Raft log decodes, carries its own index, and terms never decrease nor
-// exceed the hard state's term.
-Status CheckLogEntries(const storage::Engine& engine, const storage::RaftLog& log) {
-  auto it = engine.NewIterator(storage::Column::kRaftLog);
-  uint64_t expect = log.FirstIndex();
+// Every entry of the Raft log decodes (opening the log checked their checksums), carries its
+// own index, and terms never decrease nor exceed the hard state's term.
+Status CheckLogEntries(const storage::RaftLog& log) {
   uint64_t term = log.CompactedTerm();
-  raftpb::Entry e;
-  for (it->SeekToFirst(); it->Valid(); it->Next(), ++expect) {
-    const std::string where = "raft log entry " + std::to_string(expect);
-    if (it->key().size() != 8 || storage::DecodeFixed64BE(it->key().data()) != expect) {
-      return DataLoss(where + " is missing");
+  const uint64_t max_term = log.hard_state().term();
+  for (uint64_t next = log.FirstIndex(); next <= log.LastIndex();) {
+    ETCDW_ASSIGN_OR_RETURN(auto entries, log.Entries(next, log.LastIndex() + 1, 4 << 20));
+    for (const raftpb::Entry& e : entries) {
+      if (e.term() < term || e.term() > max_term) {
+        return DataLoss("raft log entry " + std::to_string(e.index()) + " has term " +
+                        std::to_string(e.term()) + ", outside [" + std::to_string(term) + ", " +
+                        std::to_string(max_term) + "]");
+      }
+      term = e.term();
     }
-    if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
-        e.index() != expect) {
-      return DataLoss(where + " is corrupt");
-    }
-    if (e.term() < term || e.term() > log.hard_state().term()) {
-      return DataLoss(where + " has term " + std::to_string(e.term()) + ", outside [" +
-                      std::to_string(term) + ", " + std::to_string(log.hard_state().term()) + "]");
-    }
-    term = e.term();
+    next += entries.size();
   }
-  return it->status();
+  return Status::Ok();
 }
 
 // The Raft state against the applied (consistent) index; sets the committed entries not yet
-// applied.
-Status CheckRaftState(storage::Engine& engine, const mvcc::KvStore& kv, bool full,
-                      uint64_t* unapplied) {
-  storage::RaftLog log(engine);
-  ETCDW_RETURN_IF_ERROR(log.Load());
+// applied. The store may have applied entries the durable hard state does not count as
+// committed yet (RaftNode raises the commit index to the applied index at start), but never
+// entries the log lacks.
+Status CheckRaftState(const std::string& dir, storage::Engine& engine, const mvcc::KvStore& kv,
+                      bool full, uint64_t* unapplied) {
+  storage::RaftLog log(data_dir_internal::WalDir(dir));
+  ETCDW_RETURN_IF_ERROR(log.Open(&engine));
   const uint64_t applied = kv.ConsistentIndex();
-  const uint64_t commit = log.hard_state().commit();
+  const uint64_t commit = std::max<uint64_t>(log.hard_state().commit(), applied);
   if (commit > log.LastIndex()) {
-    return DataLoss("raft hard state commits index " + std::to_string(commit) +
-                    " beyond the last log entry " + std::to_string(log.LastIndex()));
-  }
-  if (applied > commit) {
-    return DataLoss("applied index " + std::to_string(applied) + " is above the committed index " +
-                    std::to_string(commit));
+    return DataLoss((applied == commit ? "applied index " : "raft hard state commits index ") +
+                    std::to_string(commit) + " beyond the last log entry " +
+                    std::to_string(log.LastIndex()));
   }
   if (applied < log.CompactedIndex()) {
     return DataLoss("applied index " + std::to_string(applied) +
                     " is below the raft log's compaction point " +
                     std::to_string(log.CompactedIndex()) + ": entries to apply are gone");
   }
-  if (full) ETCDW_RETURN_IF_ERROR(CheckLogEntries(engine, log));
+  if (full) ETCDW_RETURN_IF_ERROR(CheckLogEntries(log));
   *unapplied = commit - applied;
   return Status::Ok();
 }
@@ -183,7 +179,7 @@ DataDirCheck CheckDataDir(const std::string& dir, bool full) {
   if (st.ok()) st = LoadRestoredIdentity(e).status();
   if (st.ok()) st = CheckNewestRevision(e, **kv);
   uint64_t unapplied = 0;
-  if (st.ok()) st = CheckRaftState(e, **kv, full, &unapplied);
+  if (st.ok()) st = CheckRaftState(dir, e, **kv, full, &unapplied);
   if (st.ok() && full) st = e.VerifyChecksums();
   if (st.ok() && full) st = data_dir_internal::CheckMvccConsistency(e, **kv);
   if (!st.ok()) return Classify(st);

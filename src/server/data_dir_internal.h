@@ -14,6 +14,7 @@ namespace etcdw::server::data_dir_internal {
 // <dir>/member and <dir>/member/store.
 std::string MemberDir(const std::string& dir);
 std::string StoreDir(const std::string& dir);
+std::string WalDir(const std::string& dir);  // the Raft log (storage::RaftLog)
 
 // Opens the existing store of data directory `dir` without creating anything. NotFound when
 // there is no store; kFailedPrecondition when another open holds it (Engine::Open).

@@ -144,6 +144,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   no.election_ticks = static_cast<int>(cfg.election_timeout / cfg.heartbeat_interval);
   no.snapshot_count = cfg.snapshot_count;
   no.bootstrap_members = std::move(bootstrap);
+  no.wal_dir = member_dir + "/wal";
   no.snapshot_dir = member_dir + "/snap";
   no.on_fatal = [self](const Status& st) { self->Fatal(st); };
   no.on_removed = [self] {

@@ -40,8 +40,8 @@ Result<std::unique_ptr<OfflineStore>> OfflineStore::Open(const std::string& dir)
   // Entries in the log above the applied index are requests the member applies at its next
   // start, on whatever state it then has: writing under them would make their results differ
   // from those of the members that applied them in order.
-  storage::RaftLog log(*impl->engine);
-  ETCDW_RETURN_IF_ERROR(log.Load());
+  storage::RaftLog log(data_dir_internal::WalDir(dir));
+  ETCDW_RETURN_IF_ERROR(log.Open(impl->engine.get()));
   if (log.LastIndex() > impl->kv->ConsistentIndex()) {
     return FailedPrecondition(
         "data directory \"" + dir + "\" has " +

@@ -105,7 +105,7 @@ RaftNode::RaftNode(storage::Engine& engine, mvcc::KvStore& kv, Applier& applier,
       applier_(applier),
       membership_(membership),
       opts_(std::move(opts)),
-      log_(engine) {}
+      log_(opts_.wal_dir) {}
 
 RaftNode::~RaftNode() { Stop(); }
 
@@ -133,13 +133,14 @@ std::string RaftNode::SnapshotPath(uint64_t index) const {
 }
 
 Status RaftNode::Start() {
-  ETCDW_RETURN_IF_ERROR(log_.Load());
+  ETCDW_RETURN_IF_ERROR(log_.Open(&engine_));
   if (!opts_.snapshot_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(opts_.snapshot_dir, ec);
     if (ec) return Unavailable("cannot create " + opts_.snapshot_dir + ": " + ec.message());
   }
   ETCDW_RETURN_IF_ERROR(RecoverInterruptedInstall());
+  ETCDW_RETURN_IF_ERROR(ReconcileCommitWithApplied());
   raft_storage_ = std::make_unique<RaftLogStorage>(
       log_, [this] { return membership_.ConfState(); }, [this] { return SnapshotNow(); });
 
@@ -430,16 +431,11 @@ Status RaftNode::HandleReady(raft::Ready& rd) {
   const bool send_first = is_leader_.load();
   if (send_first) SendMessages(rd.messages);
 
-  storage::Batch batch(engine_);
-  log_.StageAppend(batch, rd.entries);
-  if (rd.hard_state) log_.StageHardState(batch, *rd.hard_state);
-  auto compacted = MaybeCompactLog(batch);
-  if (!batch.Empty()) {
-    ETCDW_RETURN_IF_ERROR(engine_.Write(batch, rd.must_sync).WithContext("append to log"));
+  if (!rd.entries.empty() || rd.hard_state) {
+    ETCDW_RETURN_IF_ERROR(
+        log_.Append(rd.entries, rd.hard_state ? &*rd.hard_state : nullptr, rd.must_sync)
+            .WithContext("append to log"));
     if (rd.must_sync) ++synced_writes_;
-    log_.CommittedAppend(rd.entries);
-    if (rd.hard_state) log_.CommittedHardState(*rd.hard_state);
-    if (compacted) log_.CommittedCompact(compacted->first, compacted->second);
   }
 
   if (!send_first) SendMessages(rd.messages);
@@ -449,6 +445,7 @@ Status RaftNode::HandleReady(raft::Ready& rd) {
     // one must not find the commit index behind the applied index.
     commit_ = std::max(commit_.load(), rd.committed_entries.back().index());
     ETCDW_RETURN_IF_ERROR(applier_.Apply(rd.committed_entries));
+    ETCDW_RETURN_IF_ERROR(MaybeCompactLog());
   }
   ServeReads(rd.read_states);
   return Status::Ok();
@@ -470,16 +467,37 @@ void RaftNode::SendMessages(std::vector<raftpb::Message>& msgs) {
   if (!plain.empty()) transport_->Send(std::move(plain));
 }
 
-std::optional<std::pair<uint64_t, uint64_t>> RaftNode::MaybeCompactLog(storage::Batch& batch) {
-  uint64_t applied = applier_.AppliedIndex();
-  if (applied <= log_.CompactedIndex() + opts_.snapshot_count + opts_.catch_up_entries) {
-    return std::nullopt;
+Status RaftNode::MaybeCompactLog() {
+  const uint64_t applied = applier_.AppliedIndex();
+  const uint64_t kept = applied - std::min(applied, log_.CompactedIndex());
+  const bool by_count = kept > opts_.snapshot_count + opts_.catch_up_entries;
+  const bool by_size = kept > opts_.catch_up_entries && log_.SizeOnDisk() > opts_.compact_log_bytes;
+  if (!by_count && !by_size) return Status::Ok();
+  // The applied state is written without a sync (the log holds what a crash would lose): it
+  // must be durable before the entries that produced it go.
+  ETCDW_RETURN_IF_ERROR(engine_.SyncWal().WithContext("compact the raft log"));
+  return log_.Compact(applied - opts_.catch_up_entries).WithContext("compact the raft log");
+}
+
+// The commit index in the hard state is synced only with entries or a vote, while the applied
+// state is written whenever entries commit: after a crash the store may have applied entries the
+// durable hard state does not count as committed yet. They were committed (only committed
+// entries are applied) and are in the log, so the commit index is raised to the applied index.
+Status RaftNode::ReconcileCommitWithApplied() {
+  const uint64_t applied = kv_.ConsistentIndex();
+  raftpb::HardState hs = log_.hard_state();
+  if (applied > log_.LastIndex()) {
+    return DataLoss("applied index " + std::to_string(applied) +
+                    " is above the last raft log entry " + std::to_string(log_.LastIndex()));
   }
-  uint64_t to = applied - opts_.catch_up_entries;
-  auto term = log_.Term(to);
-  if (!term.ok()) return std::nullopt;
-  log_.StageCompact(batch, to, term.value());
-  return std::make_pair(to, term.value());
+  if (applied < log_.CompactedIndex()) {
+    return DataLoss("applied index " + std::to_string(applied) +
+                    " is below the raft log's compaction point " +
+                    std::to_string(log_.CompactedIndex()) + ": entries to apply are gone");
+  }
+  if (applied <= hs.commit()) return Status::Ok();
+  hs.set_commit(applied);
+  return log_.Append({}, &hs, /*sync=*/true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -571,11 +589,10 @@ Status RaftNode::InstallSnapshot(const raftpb::Snapshot& snap) {
                     std::to_string(kv_.ConsistentIndex()) + ", not " + std::to_string(index));
   }
   ETCDW_RETURN_IF_ERROR(membership_.Load(engine_));
+  ETCDW_RETURN_IF_ERROR(log_.Reset(index, term));
   storage::Batch done(engine_);
-  log_.StageReset(done, index, term);
   done.Delete(storage::Column::kMeta, kInstallingKey);
   ETCDW_RETURN_IF_ERROR(engine_.Write(done, true));
-  log_.CommittedReset(index, term);
   std::error_code ec;
   std::filesystem::remove(path, ec);
   if (opts_.on_snapshot_installed) opts_.on_snapshot_installed();

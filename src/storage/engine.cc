@@ -255,6 +255,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const Engi
   // every later (acknowledged, synced) write. Only an incomplete record at the very end, a
   // write torn by a crash before it was acknowledged, is dropped.
   dbo.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  // A column written rarely (Meta holds the consistent index: a little per apply) keeps every
+  // write-ahead log file since its last flush alive, and an open replays them all: past this
+  // total RocksDB flushes the columns holding the oldest file, so a start replays at most this.
+  dbo.max_total_wal_size = 128 << 20;
   dbo.keep_log_file_num = 3;
   dbo.max_manifest_file_size = 64 << 20;
   dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
@@ -392,6 +396,8 @@ Status Engine::Flush() {
   std::vector<rocksdb::ColumnFamilyHandle*> hs(handles_, handles_ + kColumnCount);
   return FromRocks(db_->Flush(fo, hs), "flush");
 }
+
+Status Engine::SyncWal() { return FromRocks(db_->SyncWAL(), "sync write-ahead log"); }
 
 Status Engine::CompactAll() {
   ETCDW_RETURN_IF_ERROR(Flush());

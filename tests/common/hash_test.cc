@@ -55,9 +55,12 @@ TEST(Crc32cTest, AgreesWithBitwiseDefinitionAtEveryLengthAndAlignment) {
     for (size_t len = 0; len + off <= 80; ++len) {
       std::string_view s(buf.data() + off, len);
       ASSERT_EQ(Crc32c(0, s), ReferenceCrc32c(s)) << "off " << off << " len " << len;
+      ASSERT_EQ(Crc32cPortable(0, s), ReferenceCrc32c(s)) << "off " << off << " len " << len;
     }
   }
   EXPECT_EQ(Crc32c(0, buf), ReferenceCrc32c(buf));
+  EXPECT_EQ(Crc32cPortable(0, buf), ReferenceCrc32c(buf));
+  EXPECT_EQ(Crc32c(Crc32c(0, "1234"), "56789"), Crc32cPortable(Crc32cPortable(0, "1234"), "56789"));
   // Split anywhere.
   for (size_t cut = 0; cut <= buf.size(); cut += 13) {
     std::string_view s(buf);

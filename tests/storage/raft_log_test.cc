@@ -1,17 +1,21 @@
 #include "etcdw/storage/raft_log.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "etcdw/storage/engine.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::storage {
 namespace {
+
+namespace fs = std::filesystem;
 
 raftpb::Entry E(uint64_t index, uint64_t term, const std::string& data = "") {
   raftpb::Entry e;
@@ -27,42 +31,87 @@ std::vector<raftpb::Entry> Range(uint64_t lo, uint64_t hi, uint64_t term) {
   return out;
 }
 
+using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// Segment files of a log directory, in order.
+std::vector<std::string> Segments(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (f.path().extension() == ".wal") out.push_back(f.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void FlipByte(const std::string& path, uint64_t at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+void WriteBytes(const std::string& path, uint64_t at, const std::string& bytes) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Offset of the first occurrence of `needle` in the file.
+uint64_t Find(const std::string& path, const std::string& needle) {
+  std::ifstream f(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t at = data.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle;
+  return at;
+}
+
 class RaftLogTest : public testing::Test {
  protected:
-  void SetUp() override {
-    EngineOptions o;
-    o.in_memory = true;
-    auto e = Engine::Open("/mem/raftlog", o);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(e).value();
-    log_ = std::make_unique<RaftLog>(*engine_);
-    ASSERT_TRUE(log_->Load().ok());
+  void SetUp() override { Reopen(); }
+
+  std::string dir() const { return scratch_.path() + "/wal"; }
+
+  void Reopen(uint64_t segment_bytes = 16 << 10) {
+    log_.reset();
+    RaftLogOptions o;
+    o.segment_bytes = segment_bytes;
+    log_ = std::make_unique<RaftLog>(dir(), o);
+    Status st = log_->Open(nullptr);
+    ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
-  void Append(const std::vector<raftpb::Entry>& entries) {
-    Batch b(*engine_);
-    log_->StageAppend(b, entries);
-    ASSERT_TRUE(engine_->Write(b, true).ok());
-    log_->CommittedAppend(entries);
+  // Opens a second log on the same directory, as the next start would.
+  std::unique_ptr<RaftLog> Fresh() {
+    auto r = std::make_unique<RaftLog>(dir());
+    Status st = r->Open(nullptr);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return r;
   }
 
-  void Compact(uint64_t index, uint64_t term) {
-    Batch b(*engine_);
-    log_->StageCompact(b, index, term);
-    ASSERT_TRUE(engine_->Write(b, true).ok());
-    log_->CommittedCompact(index, term);
+  void Append(const std::vector<raftpb::Entry>& entries, const raftpb::HardState* hs = nullptr) {
+    Status st = log_->Append(entries, hs, /*sync=*/true);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  void Compact(uint64_t index) {
+    Status st = log_->Compact(index);
+    ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
   // Indexes and terms of Entries(lo, hi, max_bytes).
-  std::vector<std::pair<uint64_t, uint64_t>> Read(uint64_t lo, uint64_t hi,
-                                                  uint64_t max_bytes = UINT64_MAX) {
-    auto r = log_->Entries(lo, hi, max_bytes);
+  static Pairs Read(const RaftLog& log, uint64_t lo, uint64_t hi, uint64_t max_bytes = UINT64_MAX) {
+    auto r = log.Entries(lo, hi, max_bytes);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    std::vector<std::pair<uint64_t, uint64_t>> out;
+    Pairs out;
     if (r.ok()) {
       for (const auto& e : *r) out.emplace_back(e.index(), e.term());
     }
     return out;
+  }
+  Pairs Read(uint64_t lo, uint64_t hi, uint64_t max_bytes = UINT64_MAX) {
+    return Read(*log_, lo, hi, max_bytes);
   }
 
   uint64_t TermOf(uint64_t index) {
@@ -71,13 +120,11 @@ class RaftLogTest : public testing::Test {
     return t.ok() ? *t : UINT64_MAX;
   }
 
-  std::unique_ptr<Engine> engine_;
+  testsupport::ScratchDir scratch_{"raftlog-test"};
   std::unique_ptr<RaftLog> log_;
 };
 
-using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
-
-TEST_F(RaftLogTest, EmptyLog) {
+TEST_F(RaftLogTest, EmptyLogCreatesNothingUntilTheFirstWrite) {
   EXPECT_EQ(log_->FirstIndex(), 1u);
   EXPECT_EQ(log_->LastIndex(), 0u);
   EXPECT_EQ(log_->CompactedIndex(), 0u);
@@ -91,9 +138,12 @@ TEST_F(RaftLogTest, EmptyLog) {
   EXPECT_TRUE(none->empty());
   EXPECT_FALSE(log_->Entries(1, 2, 100).ok());
   EXPECT_EQ(log_->hard_state().term(), 0u);
+  EXPECT_FALSE(fs::exists(dir()));
+  Append(Range(1, 2, 1));
+  EXPECT_EQ(Segments(dir()).size(), 1u);
 }
 
-TEST_F(RaftLogTest, AppendTermAndEntries) {
+TEST_F(RaftLogTest, AppendTermAndEntriesSurviveReopen) {
   Append(Range(1, 4, 1));
   Append(Range(4, 6, 2));
   EXPECT_EQ(log_->FirstIndex(), 1u);
@@ -109,6 +159,21 @@ TEST_F(RaftLogTest, AppendTermAndEntries) {
   ASSERT_TRUE(entries.ok());
   ASSERT_EQ(entries->size(), 1u);
   EXPECT_EQ((*entries)[0].data(), "data-3-1");
+  Reopen();
+  EXPECT_EQ(Read(1, 6), (Pairs{{1, 1}, {2, 1}, {3, 1}, {4, 2}, {5, 2}}));
+  Append(Range(6, 7, 2));
+  EXPECT_EQ(Read(*Fresh(), 4, 7), (Pairs{{4, 2}, {5, 2}, {6, 2}}));
+}
+
+// The point of the format: appends overwrite preallocated zeros, so the file never grows.
+TEST_F(RaftLogTest, AppendsStayInsideThePreallocatedSegment) {
+  Append(Range(1, 2, 1));
+  const auto segs = Segments(dir());
+  ASSERT_EQ(segs.size(), 1u);
+  const auto size = fs::file_size(segs[0]);
+  EXPECT_EQ(size, 16u << 10);
+  for (uint64_t i = 2; i < 40; ++i) Append(Range(i, i + 1, 1));
+  EXPECT_EQ(fs::file_size(segs[0]), size);
 }
 
 TEST_F(RaftLogTest, EntriesOutsideTheLogAreOutOfRange) {
@@ -117,7 +182,7 @@ TEST_F(RaftLogTest, EntriesOutsideTheLogAreOutOfRange) {
   ASSERT_FALSE(past.ok());
   EXPECT_EQ(past.status().code(), Code::kOutOfRange);
   EXPECT_EQ(past.status().message(), "raft log range [2, 5) is outside the log");
-  Compact(2, 1);
+  Compact(2);
   auto compacted = log_->Entries(2, 4, UINT64_MAX);
   ASSERT_FALSE(compacted.ok());
   EXPECT_EQ(compacted.status().code(), Code::kOutOfRange);
@@ -147,20 +212,24 @@ TEST_F(RaftLogTest, AppendReplacesAConflictingSuffix) {
   EXPECT_EQ(log_->LastIndex(), 4u);
   EXPECT_EQ(Read(1, 5), (Pairs{{1, 1}, {2, 1}, {3, 2}, {4, 2}}));
   EXPECT_EQ(log_->Term(5).status().code(), Code::kOutOfRange);
-  // The dropped entry is gone from storage, not only from the in-memory bounds.
-  RaftLog reloaded(*engine_);
-  ASSERT_TRUE(reloaded.Load().ok());
-  EXPECT_EQ(reloaded.LastIndex(), 4u);
+  // The dropped entry is gone from the files, not only from memory.
+  EXPECT_EQ(Fresh()->LastIndex(), 4u);
   // A longer replacement.
   Append(Range(2, 8, 3));
   EXPECT_EQ(log_->LastIndex(), 7u);
-  EXPECT_EQ(Read(1, 8), (Pairs{{1, 1}, {2, 3}, {3, 3}, {4, 3}, {5, 3}, {6, 3}, {7, 3}}));
+  const Pairs want{{1, 1}, {2, 3}, {3, 3}, {4, 3}, {5, 3}, {6, 3}, {7, 3}};
+  EXPECT_EQ(Read(1, 8), want);
+  EXPECT_EQ(Read(*Fresh(), 1, 8), want);
+  // Appending past the end or into the compacted prefix is refused.
+  EXPECT_EQ(log_->Append(Range(9, 10, 3), nullptr, true).code(), Code::kInternal);
+  Compact(3);
+  EXPECT_EQ(log_->Append(Range(3, 4, 3), nullptr, true).code(), Code::kInternal);
 }
 
 TEST_F(RaftLogTest, CompactDropsThePrefixAndRemembersItsTerm) {
   Append(Range(1, 4, 1));
   Append(Range(4, 7, 2));
-  Compact(4, 2);
+  Compact(4);
   EXPECT_EQ(log_->FirstIndex(), 5u);
   EXPECT_EQ(log_->LastIndex(), 6u);
   EXPECT_EQ(log_->CompactedIndex(), 4u);
@@ -168,20 +237,20 @@ TEST_F(RaftLogTest, CompactDropsThePrefixAndRemembersItsTerm) {
   EXPECT_EQ(TermOf(4), 2u);  // the compacted entry's term is still known
   EXPECT_EQ(log_->Term(3).status().code(), Code::kOutOfRange);
   EXPECT_EQ(Read(5, 7), (Pairs{{5, 2}, {6, 2}}));
-  // Compacting to an index below the first does nothing.
-  Compact(2, 1);
+  // Compacting to an index below the first does nothing; beyond the last is refused.
+  Compact(2);
   EXPECT_EQ(log_->FirstIndex(), 5u);
   EXPECT_EQ(log_->CompactedTerm(), 2u);
-  // The entries are deleted from storage.
-  auto it = engine_->NewIterator(Column::kRaftLog);
-  it->SeekToFirst();
-  ASSERT_TRUE(it->Valid());
-  EXPECT_EQ(DecodeFixed64BE(it->key().data()), 5u);
+  EXPECT_EQ(log_->Compact(7).code(), Code::kInternal);
+  // A segment is deleted only whole: the reopened log may hold more, never less.
+  auto fresh = Fresh();
+  EXPECT_LE(fresh->FirstIndex(), 5u);
+  EXPECT_EQ(Read(*fresh, 5, 7), (Pairs{{5, 2}, {6, 2}}));
 }
 
 TEST_F(RaftLogTest, CompactEverythingThenAppend) {
   Append(Range(1, 4, 1));
-  Compact(3, 1);
+  Compact(3);
   EXPECT_EQ(log_->FirstIndex(), 4u);
   EXPECT_EQ(log_->LastIndex(), 3u);
   EXPECT_EQ(TermOf(3), 1u);
@@ -192,190 +261,266 @@ TEST_F(RaftLogTest, CompactEverythingThenAppend) {
   EXPECT_EQ(Read(4, 6), (Pairs{{4, 2}, {5, 2}}));
 }
 
-// Term() answers from memory for entries this object appended: through appends that replace a
-// suffix, compactions, resets and reloads it must agree with a model and with a freshly loaded
-// log (which reads every term from the engine).
-TEST_F(RaftLogTest, TermsFromMemoryAgreeWithTheStoredEntries) {
+TEST_F(RaftLogTest, SegmentsRollOverAndCompactionDeletesWholeOnes) {
+  const std::string data(1000, 'v');
+  for (uint64_t i = 1; i <= 100; ++i) Append({E(i, 1 + i / 40, data)});
+  const size_t segments = Segments(dir()).size();
+  EXPECT_GE(segments, 6u);  // 100 KB of entries in 16 KiB segments
+  EXPECT_EQ(log_->SegmentCount(), segments);
+  EXPECT_EQ(Read(*Fresh(), 1, 101).size(), 100u);
+  Compact(90);
+  EXPECT_LE(Segments(dir()).size(), 2u);
+  EXPECT_EQ(log_->SegmentCount(), Segments(dir()).size());
+  auto fresh = Fresh();
+  EXPECT_LE(fresh->FirstIndex(), 91u);
+  EXPECT_GT(fresh->FirstIndex(), 70u);
+  EXPECT_EQ(fresh->LastIndex(), 100u);
+  EXPECT_EQ(Read(*fresh, 91, 101).size(), 10u);
+  auto term = fresh->Term(fresh->CompactedIndex());
+  ASSERT_TRUE(term.ok());
+  EXPECT_EQ(*term, 1 + fresh->CompactedIndex() / 40);
+}
+
+// A write bigger than a segment lands in one (which grows), and the next starts a new one.
+TEST_F(RaftLogTest, AWriteLargerThanASegment) {
+  Append(Range(1, 2, 1));
+  Append({E(2, 1, std::string(40 << 10, 'b')), E(3, 1)});
+  Append(Range(4, 5, 1));
+  auto fresh = Fresh();
+  ASSERT_EQ(fresh->LastIndex(), 4u);
+  auto big = fresh->Entries(2, 3, UINT64_MAX);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ((*big)[0].data().size(), 40u << 10);
+}
+
+// Conflicting suffixes reaching back across segment boundaries, compactions, reopenings and
+// resets, against a model: the live log and a freshly opened one must hold the model's entries.
+TEST_F(RaftLogTest, AgreesWithAModelThroughRollOversConflictsAndReopens) {
+  Reopen(2048);
   std::mt19937 rng(42);
   std::map<uint64_t, uint64_t> model;  // index -> term of the entries held
   uint64_t term = 1;
-  for (int step = 0; step < 400; ++step) {
-    int op = static_cast<int>(rng() % 10);
-    uint64_t first = log_->FirstIndex(), last = log_->LastIndex();
-    if (op < 6) {  // append 1..5 entries at a random point, replacing what follows
-      uint64_t from = first + rng() % (last - first + 2);
+  raftpb::HardState hs;
+  for (int step = 0; step < 600; ++step) {
+    const int op = static_cast<int>(rng() % 12);
+    const uint64_t first = log_->FirstIndex(), last = log_->LastIndex();
+    if (op < 7) {  // append 1..8 entries at a random point (mostly the end)
+      uint64_t from = last + 1;
+      if (op == 0) from = first + rng() % (last - first + 2);
       if (rng() % 3 == 0) ++term;
       std::vector<raftpb::Entry> es;
-      for (uint64_t i = from; i < from + 1 + rng() % 5; ++i) es.push_back(E(i, term));
+      const uint64_t n = 1 + rng() % 8;
+      for (uint64_t i = from; i < from + n; ++i) {
+        es.push_back(E(i, term, std::string(50 + rng() % 200, 'a' + static_cast<char>(i % 26))));
+      }
       model.erase(model.lower_bound(from), model.end());
       for (const auto& e : es) model[e.index()] = e.term();
-      Append(es);
-    } else if (op < 8 && last >= first) {  // compact a prefix
-      uint64_t to = first + rng() % (last - first + 1);
-      Compact(to, model[to]);
+      hs.set_term(term);
+      hs.set_commit(from - 1);
+      Append(es, &hs);
+    } else if (op < 9 && last >= first) {  // compact a prefix
+      const uint64_t to = first + rng() % (last - first + 1);
+      Compact(to);
       model.erase(model.begin(), model.upper_bound(to));
-    } else if (op == 8) {  // reload: terms of older entries now come from the engine
-      log_ = std::make_unique<RaftLog>(*engine_);
-      ASSERT_TRUE(log_->Load().ok());
+    } else if (op < 11) {
+      Reopen(2048);
     } else if (last >= first) {  // reset to a snapshot point after the log
-      Batch b(*engine_);
-      log_->StageReset(b, last + 3, term);
-      ASSERT_TRUE(engine_->Write(b, true).ok());
-      log_->CommittedReset(last + 3, term);
+      ASSERT_TRUE(log_->Reset(last + 3, term).ok());
+      EXPECT_EQ(log_->SegmentCount(), 1u);
       model.clear();
     }
-    RaftLog fresh(*engine_);
-    ASSERT_TRUE(fresh.Load().ok());
-    ASSERT_EQ(fresh.LastIndex(), log_->LastIndex());
-    for (uint64_t i = log_->FirstIndex(); i <= log_->LastIndex(); ++i) {
-      ASSERT_EQ(TermOf(i), model.at(i)) << "step " << step << " index " << i;
-      auto stored = fresh.Term(i);
-      ASSERT_TRUE(stored.ok());
-      ASSERT_EQ(*stored, model.at(i)) << "step " << step << " index " << i;
+    // Both may hold more than the model below its first entry (segments go only whole).
+    auto fresh = Fresh();
+    ASSERT_EQ(fresh->LastIndex(), log_->LastIndex()) << "step " << step;
+    ASSERT_EQ(fresh->hard_state().SerializeAsString(), log_->hard_state().SerializeAsString());
+    if (model.empty()) continue;
+    ASSERT_EQ(model.rbegin()->first, log_->LastIndex()) << "step " << step;
+    const uint64_t lo = model.begin()->first;
+    ASSERT_LE(log_->FirstIndex(), lo) << "step " << step;
+    ASSERT_LE(fresh->FirstIndex(), lo) << "step " << step;
+    auto mine = log_->Entries(lo, log_->LastIndex() + 1, UINT64_MAX);
+    auto theirs = fresh->Entries(lo, log_->LastIndex() + 1, UINT64_MAX);
+    ASSERT_TRUE(mine.ok() && theirs.ok()) << "step " << step;
+    ASSERT_EQ(mine->size(), model.size()) << "step " << step;
+    ASSERT_EQ(theirs->size(), model.size()) << "step " << step;
+    size_t k = 0;
+    for (const auto& [index, t] : model) {
+      ASSERT_EQ(TermOf(index), t) << "step " << step << " index " << index;
+      ASSERT_EQ((*mine)[k].term(), t);
+      ASSERT_EQ((*theirs)[k].index(), index);
+      ASSERT_EQ((*theirs)[k].term(), t) << "step " << step << " index " << index;
+      ASSERT_EQ((*theirs)[k].data(), (*mine)[k].data());
+      ++k;
     }
   }
 }
 
-TEST_F(RaftLogTest, HardStateIsStagedWithEntries) {
+TEST_F(RaftLogTest, HardStateIsWrittenWithEntriesOrAlone) {
   raftpb::HardState hs;
   hs.set_term(3);
   hs.set_vote(2);
   hs.set_commit(1);
-  Batch b(*engine_);
-  log_->StageAppend(b, Range(1, 3, 3));
-  log_->StageHardState(b, hs);
-  ASSERT_TRUE(engine_->Write(b, true).ok());
-  log_->CommittedAppend(Range(1, 3, 3));
-  log_->CommittedHardState(hs);
+  Append(Range(1, 3, 3), &hs);
   EXPECT_EQ(log_->hard_state().term(), 3u);
   EXPECT_EQ(log_->hard_state().vote(), 2u);
   EXPECT_EQ(log_->hard_state().commit(), 1u);
-  RaftLog reloaded(*engine_);
-  ASSERT_TRUE(reloaded.Load().ok());
-  EXPECT_EQ(reloaded.hard_state().vote(), 2u);
-  EXPECT_EQ(reloaded.LastIndex(), 2u);
+  auto fresh = Fresh();
+  EXPECT_EQ(fresh->hard_state().vote(), 2u);
+  EXPECT_EQ(fresh->LastIndex(), 2u);
+  hs.set_commit(2);
+  Append({}, &hs);
+  EXPECT_EQ(Fresh()->hard_state().commit(), 2u);
+  EXPECT_EQ(Fresh()->LastIndex(), 2u);
 }
 
-TEST_F(RaftLogTest, StagedChangesAreInvisibleUntilCommitted) {
-  Append(Range(1, 3, 1));
-  Batch b(*engine_);
-  log_->StageAppend(b, Range(3, 5, 1));
-  EXPECT_EQ(log_->LastIndex(), 2u);
-  // Dropping the batch leaves the log as it was.
-  RaftLog reloaded(*engine_);
-  ASSERT_TRUE(reloaded.Load().ok());
-  EXPECT_EQ(reloaded.LastIndex(), 2u);
+TEST_F(RaftLogTest, ResetRestartsTheLogAfterASnapshotPoint) {
+  raftpb::HardState hs;
+  hs.set_term(4);
+  hs.set_vote(1);
+  Append(Range(1, 30, 4), &hs);
+  ASSERT_TRUE(log_->Reset(100, 5).ok());
+  EXPECT_EQ(log_->FirstIndex(), 101u);
+  EXPECT_EQ(log_->LastIndex(), 100u);
+  EXPECT_EQ(TermOf(100), 5u);
+  EXPECT_EQ(Segments(dir()).size(), 1u);
+  auto fresh = Fresh();
+  EXPECT_EQ(fresh->FirstIndex(), 101u);
+  EXPECT_EQ(fresh->CompactedTerm(), 5u);
+  EXPECT_EQ(fresh->hard_state().vote(), 1u);  // the hard state is kept
+  Append(Range(101, 103, 5));
+  EXPECT_EQ(Read(*Fresh(), 101, 103), (Pairs{{101, 5}, {102, 5}}));
 }
 
-TEST_F(RaftLogTest, CorruptRecordsAreDataLoss) {
-  Batch b(*engine_);
-  b.Put(Column::kMeta, "raft/compacted", "short");
-  ASSERT_TRUE(engine_->Write(b, false).ok());
-  RaftLog r(*engine_);
-  Status st = r.Load();
+// A crash in the middle of a write leaves zeroed sectors in its record: the record is dropped,
+// the entries before it are kept, and the next write does not leave the remains behind.
+TEST_F(RaftLogTest, ARecordTornByACrashAtTheEndIsDropped) {
+  Append(Range(1, 4, 1));
+  Append({E(4, 1, std::string(3000, 't'))});
+  log_.reset();
+  const std::string seg = Segments(dir()).back();
+  const uint64_t at = Find(seg, std::string(3000, 't'));
+  // Zero one whole sector in the middle of the record (the disk never wrote it).
+  const uint64_t sector = (at / 512 + 2) * 512;
+  WriteBytes(seg, sector, std::string(512, '\0'));
+  Reopen();
+  EXPECT_EQ(log_->LastIndex(), 3u);
+  Append(Range(4, 5, 2));
+  auto fresh = Fresh();
+  EXPECT_EQ(fresh->LastIndex(), 4u);
+  EXPECT_EQ(Read(*fresh, 1, 5), (Pairs{{1, 1}, {2, 1}, {3, 1}, {4, 2}}));
+}
+
+TEST_F(RaftLogTest, DamagedRecordsAreDataLoss) {
+  Append(Range(1, 4, 1));
+  Append({E(4, 1, "the-fourth-entry")});
+  Append(Range(5, 7, 1));
+  log_.reset();
+  const std::string seg = Segments(dir()).back();
+  FlipByte(seg, Find(seg, "the-fourth-entry") + 3);
+  RaftLog r(dir());
+  const Status st = r.Open(nullptr);
   EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
-
-  Batch fix(*engine_);
-  fix.Delete(Column::kMeta, "raft/compacted");
-  fix.Put(Column::kMeta, "raft/hard_state", "\xff\xff\xff");
-  ASSERT_TRUE(engine_->Write(fix, false).ok());
-  RaftLog r2(*engine_);
-  EXPECT_EQ(r2.Load().code(), Code::kDataLoss);
+  EXPECT_NE(st.message().find("is damaged (checksum mismatch)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(seg), std::string::npos) << st.message();
 }
 
-TEST_F(RaftLogTest, AGapAtTheStartIsDataLoss) {
-  // Entries must start right after the compacted index.
-  Batch b(*engine_);
-  b.Put(Column::kRaftLog, EncodeFixed64BE(3), E(3, 1).SerializeAsString());
-  ASSERT_TRUE(engine_->Write(b, false).ok());
-  RaftLog r(*engine_);
-  Status st = r.Load();
-  EXPECT_EQ(st.code(), Code::kDataLoss);
-  EXPECT_EQ(st.message(), "raft log starts at index 3, expected 1");
+TEST_F(RaftLogTest, DamageInAnEarlierSegmentIsDataLossEvenWhenItLooksTorn) {
+  for (uint64_t i = 1; i <= 40; ++i) Append({E(i, 1, std::string(1000, 'x'))});
+  log_.reset();
+  const auto segs = Segments(dir());
+  ASSERT_GE(segs.size(), 2u);
+  WriteBytes(segs[0], 2048, std::string(512, '\0'));
+  RaftLog r(dir());
+  const Status st = r.Open(nullptr);
+  EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
+  EXPECT_NE(st.message().find("is cut short"), std::string::npos) << st.message();
 }
 
-TEST_F(RaftLogTest, AHoleInTheMiddleIsDataLoss) {
-  Append(Range(1, 5, 1));
-  Batch b(*engine_);
-  b.Delete(Column::kRaftLog, EncodeFixed64BE(3));
-  ASSERT_TRUE(engine_->Write(b, false).ok());
-  auto r = log_->Entries(1, 5, UINT64_MAX);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), Code::kDataLoss);
-  // This object knows the terms of what it appended; a reloaded one reads them and finds the
-  // hole.
-  RaftLog reloaded(*engine_);
-  ASSERT_TRUE(reloaded.Load().ok());
-  EXPECT_EQ(reloaded.Term(3).status().code(), Code::kDataLoss);
+TEST_F(RaftLogTest, AMissingSegmentIsDataLoss) {
+  for (uint64_t i = 1; i <= 60; ++i) Append({E(i, 1, std::string(1000, 'x'))});
+  log_.reset();
+  const auto segs = Segments(dir());
+  ASSERT_GE(segs.size(), 3u);
+  fs::remove(segs[1]);
+  RaftLog r(dir());
+  const Status st = r.Open(nullptr);
+  EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
+  EXPECT_NE(st.message().find("which the segments before it do not hold"), std::string::npos)
+      << st.message();
 }
 
-TEST(RaftLogReopenTest, EntriesCompactionAndHardStateSurviveReopen) {
-  testsupport::ScratchDir dir("raftlog-test");
-  const std::string path = dir.path() + "/db";
-  {
-    auto e = Engine::Open(path, {});
+// Data directories of earlier versions kept the log in the engine.
+class RaftLogMigrationTest : public RaftLogTest {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Open(scratch_.path() + "/store", {});
     ASSERT_TRUE(e.ok()) << e.status().ToString();
-    RaftLog log(**e);
-    ASSERT_TRUE(log.Load().ok());
-    Batch b(**e);
-    auto entries = Range(1, 11, 1);
-    raftpb::HardState hs;
-    hs.set_term(1);
-    hs.set_vote(7);
-    hs.set_commit(10);
-    log.StageAppend(b, entries);
-    log.StageHardState(b, hs);
-    ASSERT_TRUE((*e)->Write(b, true).ok());
-    log.CommittedAppend(entries);
-    log.CommittedHardState(hs);
-    Batch c(**e);
-    log.StageCompact(c, 6, 1);
-    ASSERT_TRUE((*e)->Write(c, true).ok());
-    log.CommittedCompact(6, 1);
+    engine_ = std::move(e).value();
   }
-  auto e = Engine::Open(path, {});
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
-  RaftLog log(**e);
-  ASSERT_TRUE(log.Load().ok());
-  EXPECT_EQ(log.FirstIndex(), 7u);
-  EXPECT_EQ(log.LastIndex(), 10u);
-  EXPECT_EQ(log.CompactedIndex(), 6u);
-  EXPECT_EQ(log.CompactedTerm(), 1u);
-  EXPECT_EQ(log.hard_state().term(), 1u);
-  EXPECT_EQ(log.hard_state().vote(), 7u);
-  EXPECT_EQ(log.hard_state().commit(), 10u);
-  auto entries = log.Entries(7, 11, UINT64_MAX);
-  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
-  ASSERT_EQ(entries->size(), 4u);
-  EXPECT_EQ((*entries)[0].data(), "data-7-1");
-  EXPECT_EQ((*entries)[3].index(), 10u);
+  void WriteLegacy(uint64_t compacted, uint64_t last, bool garble = false) {
+    Batch b(*engine_);
+    raftpb::HardState hs;
+    hs.set_term(2);
+    hs.set_vote(3);
+    hs.set_commit(last);
+    b.Put(Column::kMeta, "raft/hard_state", hs.SerializeAsString());
+    b.Put(Column::kMeta, "raft/compacted", EncodeFixed64BE(compacted) + EncodeFixed64BE(2));
+    for (uint64_t i = compacted + 1; i <= last; ++i) {
+      b.Put(Column::kRaftLog, EncodeFixed64BE(i),
+            garble && i == last ? "\xff\xff" : E(i, 2).SerializeAsString());
+    }
+    ASSERT_TRUE(engine_->Write(b, true).ok());
+  }
+  bool LegacyLeft() {
+    auto it = engine_->NewIterator(Column::kRaftLog);
+    it->SeekToFirst();
+    auto hs = engine_->Get(Column::kMeta, "raft/hard_state");
+    return it->Valid() || !hs.ok() || hs->has_value();
+  }
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(RaftLogMigrationTest, ALogInTheEngineMovesIntoItsDirectory) {
+  WriteLegacy(10, 25);
+  RaftLog log(dir());
+  Status st = log.Open(engine_.get());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(log.FirstIndex(), 11u);
+  EXPECT_EQ(log.LastIndex(), 25u);
+  EXPECT_EQ(log.CompactedTerm(), 2u);
+  EXPECT_EQ(log.hard_state().vote(), 3u);
+  EXPECT_EQ(Read(log, 11, 13), (Pairs{{11, 2}, {12, 2}}));
+  EXPECT_FALSE(LegacyLeft());
+  // Moved for good: a plain open finds it.
+  auto fresh = Fresh();
+  EXPECT_EQ(fresh->LastIndex(), 25u);
+  EXPECT_EQ(fresh->hard_state().commit(), 25u);
 }
 
-TEST(RaftLogReopenTest, FullyCompactedLogReloads) {
-  testsupport::ScratchDir dir("raftlog-test");
-  const std::string path = dir.path() + "/db";
+// A crash after the log directory was renamed into place but before the engine's copy was
+// dropped: the directory wins and the copy is dropped.
+TEST_F(RaftLogMigrationTest, ALeftoverCopyInTheEngineIsDropped) {
+  WriteLegacy(0, 5);
   {
-    auto e = Engine::Open(path, {});
-    ASSERT_TRUE(e.ok());
-    RaftLog log(**e);
-    ASSERT_TRUE(log.Load().ok());
-    Batch b(**e);
-    log.StageAppend(b, Range(1, 4, 2));
-    ASSERT_TRUE((*e)->Write(b, true).ok());
-    log.CommittedAppend(Range(1, 4, 2));
-    Batch c(**e);
-    log.StageCompact(c, 3, 2);
-    ASSERT_TRUE((*e)->Write(c, true).ok());
+    RaftLog log(dir());
+    ASSERT_TRUE(log.Open(engine_.get()).ok());
+    ASSERT_TRUE(log.Append(Range(6, 8, 2), nullptr, true).ok());
   }
-  auto e = Engine::Open(path, {});
-  ASSERT_TRUE(e.ok());
-  RaftLog log(**e);
-  ASSERT_TRUE(log.Load().ok());
-  EXPECT_EQ(log.FirstIndex(), 4u);
-  EXPECT_EQ(log.LastIndex(), 3u);
-  auto t = log.Term(3);
-  ASSERT_TRUE(t.ok());
-  EXPECT_EQ(*t, 2u);
+  WriteLegacy(0, 3);
+  RaftLog log(dir());
+  ASSERT_TRUE(log.Open(engine_.get()).ok());
+  EXPECT_EQ(log.LastIndex(), 7u);
+  EXPECT_FALSE(LegacyLeft());
+}
+
+TEST_F(RaftLogMigrationTest, ADamagedLegacyLogIsDataLossAndStaysWhereItIs) {
+  WriteLegacy(0, 5, /*garble=*/true);
+  RaftLog log(dir());
+  const Status st = log.Open(engine_.get());
+  EXPECT_EQ(st.code(), Code::kDataLoss);
+  EXPECT_EQ(st.message(), "raft log entry 5 is missing or corrupt");
+  EXPECT_FALSE(fs::exists(dir()));
+  EXPECT_TRUE(LegacyLeft());
 }
 
 }  // namespace

@@ -38,11 +38,16 @@ struct RaftNodeOptions {
   int election_ticks = 10;                       // election-timeout / heartbeat-interval
   uint64_t snapshot_count = 100000;
   uint64_t catch_up_entries = 5000;  // kept in the log after compaction for slow followers
+  // The log is also compacted once its segments hold about this many bytes (large values):
+  // a start reads the whole log, and compaction needs no snapshot here (snapshots are taken
+  // from the applied state when a follower needs one).
+  uint64_t compact_log_bytes = uint64_t{128} << 20;
   uint64_t max_size_per_msg = 1 << 20;
   size_t max_inflight_msgs = 512;
   bool pre_vote = true;
   // Bootstrap a new cluster with these members (fresh data directory only).
   std::vector<Member> bootstrap_members;
+  std::string wal_dir;       // the Raft log's directory (storage::RaftLog)
   std::string snapshot_dir;  // where received snapshots are staged
   // An unrecoverable error stopped the node (the member must stop).
   std::function<void(const Status&)> on_fatal;
@@ -132,7 +137,8 @@ class RaftNode final : public Node {
   void MaybeStartReadRound();
   void ExpireWaits();
   // Stages log compaction when due; returns the (index, term) compacted to, or nullopt.
-  std::optional<std::pair<uint64_t, uint64_t>> MaybeCompactLog(storage::Batch& batch);
+  Status MaybeCompactLog();
+  Status ReconcileCommitWithApplied();
   Status RecoverInterruptedInstall();
   std::chrono::milliseconds RequestTimeout() const;
   std::string SnapshotPath(uint64_t index) const;

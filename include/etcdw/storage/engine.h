@@ -33,7 +33,7 @@ enum class Column : int {
   kKeys = 1,       // versioned keys (VersionedKeyComparator): <key><8-byte version>
   kRevisions = 2,  // revision log: <8-byte main><8-byte sub> -> event reference
   kLeases = 3,     // lease records and lease->key attachments
-  kRaftLog = 4,    // <8-byte index> -> log entry
+  kRaftLog = 4,    // empty: where earlier versions kept the Raft log (storage/raft_log_legacy.cc)
 };
 inline constexpr int kColumnCount = 5;
 const char* ColumnName(Column c);
@@ -153,6 +153,8 @@ class Engine {
   Status CompactAll();
   // Forces memtables to disk.
   Status Flush();
+  // Makes every write so far durable (syncs the write-ahead log), as a synced write would.
+  Status SyncWal();
   // Bytes the database occupies: table files plus unflushed data in memory. The Raft log is
   // left out unless asked for: it is a write-ahead log kept short by compaction, like etcd's WAL,
   // which etcd's database size does not count either.
