@@ -38,9 +38,10 @@ struct RaftNodeOptions {
   int election_ticks = 10;                       // election-timeout / heartbeat-interval
   uint64_t snapshot_count = 100000;
   uint64_t catch_up_entries = 5000;  // kept in the log after compaction for slow followers
-  // The log is also compacted once its segments hold about this many bytes (large values):
-  // a start reads the whole log, and compaction needs no snapshot here (snapshots are taken
-  // from the applied state when a follower needs one).
+  // The log is also compacted once its segments hold about this many bytes (large values),
+  // keeping half its applied entries if that is fewer than catch_up_entries: a start reads the
+  // whole log, and compaction needs no snapshot here (snapshots are taken from the applied
+  // state when a follower needs one).
   uint64_t compact_log_bytes = uint64_t{128} << 20;
   uint64_t max_size_per_msg = 1 << 20;
   size_t max_inflight_msgs = 512;
