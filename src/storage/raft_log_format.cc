@@ -217,19 +217,6 @@ Status ReadAt(int fd, char* buf, size_t n, uint64_t offset, const std::string& w
   return Status::Ok();
 }
 
-Status ReadWhole(const std::string& path, std::string* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open " + path);
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  Status st = size < 0 ? Errno("size of " + path) : Status::Ok();
-  if (st.ok()) {
-    out->resize(static_cast<size_t>(size));
-    st = ReadAt(fd, out->data(), out->size(), 0, path);
-  }
-  ::close(fd);
-  return st;
-}
-
 Status SyncData(int fd, const std::string& what) {
   if (::fdatasync(fd) != 0) return Errno("sync " + what);
   return Status::Ok();

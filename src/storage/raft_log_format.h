@@ -76,7 +76,6 @@ bool ParseSegmentName(std::string_view name, uint64_t* seq, uint64_t* first_inde
 Status CreateZeroed(const std::string& path, uint64_t bytes);
 Status WriteAt(int fd, std::string_view data, uint64_t offset, const std::string& what);
 Status ReadAt(int fd, char* buf, size_t n, uint64_t offset, const std::string& what);
-Status ReadWhole(const std::string& path, std::string* out);
 Status SyncData(int fd, const std::string& what);
 // Syncs a directory, so the names created or renamed in it survive a crash.
 Status SyncDir(const std::string& dir);
