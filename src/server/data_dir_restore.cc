@@ -51,6 +51,7 @@
 
 #include "data_dir_internal.h"
 #include "etcdw/common/config.h"
+#include "etcdw/common/dir_sync.h"
 #include "etcdw/common/hash.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/mvcc/snapshot.h"
@@ -209,16 +210,6 @@ Result<int64_t> BuildStore(const std::string& snapshot_path, const std::string& 
   return rev;
 }
 
-Status SyncDir(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Unavailable("open \"" + path + "\": " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Unavailable("fsync \"" + path + "\": " + std::strerror(err));
-  return Status::Ok();
-}
-
 // Renames `from` to `to`, failing if `to` exists (rename(2) would replace an empty directory).
 Status RenameNoReplace(const std::string& from, const std::string& to) {
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) {
@@ -272,10 +263,10 @@ Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir_i
 
   auto build = [&]() -> Result<int64_t> {
     ETCDW_ASSIGN_OR_RETURN(int64_t rev, BuildStore(snapshot_path, tmp, *id, skip_hash_check));
-    ETCDW_RETURN_IF_ERROR(SyncDir(MemberDir(tmp)));
-    ETCDW_RETURN_IF_ERROR(SyncDir(tmp));
+    ETCDW_RETURN_IF_ERROR(common::SyncDirectory(MemberDir(tmp)));
+    ETCDW_RETURN_IF_ERROR(common::SyncDirectory(tmp));
     ETCDW_RETURN_IF_ERROR(RenameNoReplace(tmp, dir));
-    Status synced = SyncDir(parent.empty() ? "." : parent.string());
+    Status synced = common::SyncParentDirectory(dir);
     if (!synced.ok()) {
       // The rename may not survive a crash: report the failure with nothing left at `dir`.
       fs::remove_all(dir, ec);

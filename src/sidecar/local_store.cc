@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "etcdw/common/dir_sync.h"
 #include "etcdw/common/logging.h"
 
 namespace etcdw::sidecar {
@@ -92,13 +93,6 @@ Status CopyData(int in, const std::string& in_path, int out, const std::string& 
       n -= w;
     }
   }
-}
-
-Status FsyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus("open directory " + dir, errno);
-  if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync directory " + dir, errno);
-  return Status::Ok();
 }
 
 // A relative path whose components are neither empty, "." nor "..": it cannot leave the store.
@@ -220,7 +214,7 @@ class LocalStore : public SnapStore {
       ::unlink(tmp.c_str());
       return st.WithContext("save " + s.snap_name + " to " + Describe());
     }
-    return FsyncDir(dir);
+    return common::SyncDirectory(dir);
   }
 
   Status Delete(const SnapshotInfo& s) override {

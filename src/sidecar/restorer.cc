@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "etcdw/common/dir_sync.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
@@ -34,14 +35,6 @@ Result<std::string> ReadAll(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-void SyncDir(const std::string& dir) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
 }
 
 // Applies one delta; events of one revision form one transaction. Revisions the store already
@@ -140,9 +133,8 @@ Status RestoreFromBackup(SnapStore& store, const LatestSet& set, const std::stri
   fs::rename(part, data_dir, ec);
   if (ec)
     return Internal("cannot rename \"" + part + "\" to \"" + data_dir + "\": " + ec.message());
-  fs::path parent = fs::path(data_dir).parent_path();
-  SyncDir(parent.empty() ? "." : parent.string());
-  return Status::Ok();
+  // The rename is durable once the parent directory is synced.
+  return common::SyncParentDirectory(data_dir).WithContext("restore into \"" + data_dir + "\"");
 }
 
 }  // namespace etcdw::sidecar

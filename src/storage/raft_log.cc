@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "etcdw/common/dir_sync.h"
 #include "raft_log_format.h"
 
 namespace etcdw::storage {
@@ -264,7 +265,7 @@ Status RaftLog::PrepareWriter() {
   if (!fs::exists(dir_, ec)) {
     fs::create_directories(dir_, ec);
     if (ec) return Unavailable("create raft log directory " + dir_ + ": " + ec.message());
-    ETCDW_RETURN_IF_ERROR(fmt::SyncDir(fs::path(dir_).parent_path().string()));
+    ETCDW_RETURN_IF_ERROR(common::SyncParentDirectory(dir_));
   }
   fs::remove(dir_ + "/" + kSpareName, ec);  // left half-made by an earlier run
   if (segments_.empty()) {
@@ -314,7 +315,7 @@ Status RaftLog::Cut(uint64_t prev_index, uint64_t prev_term, bool reset) {
   if (::rename(spare.c_str(), path.c_str()) != 0) {
     return Unavailable("rename " + spare + " to " + path + ": " + std::strerror(errno));
   }
-  ETCDW_RETURN_IF_ERROR(fmt::SyncDir(dir_));
+  ETCDW_RETURN_IF_ERROR(common::SyncDirectory(dir_));
   {
     std::lock_guard lock(mu_);
     segments_.push_back(Segment{seq, path, std::move(file), prev_index});

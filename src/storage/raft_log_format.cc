@@ -222,12 +222,4 @@ Status SyncData(int fd, const std::string& what) {
   return Status::Ok();
 }
 
-Status SyncDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open directory " + dir);
-  Status st = ::fsync(fd) == 0 ? Status::Ok() : Errno("sync directory " + dir);
-  ::close(fd);
-  return st;
-}
-
 }  // namespace etcdw::storage::raft_log_format

@@ -77,7 +77,5 @@ Status CreateZeroed(const std::string& path, uint64_t bytes);
 Status WriteAt(int fd, std::string_view data, uint64_t offset, const std::string& what);
 Status ReadAt(int fd, char* buf, size_t n, uint64_t offset, const std::string& what);
 Status SyncData(int fd, const std::string& what);
-// Syncs a directory, so the names created or renamed in it survive a crash.
-Status SyncDir(const std::string& dir);
 
 }  // namespace etcdw::storage::raft_log_format

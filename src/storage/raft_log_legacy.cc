@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "etcdw/common/dir_sync.h"
 #include "etcdw/storage/engine.h"
 #include "etcdw/storage/raft_log.h"
 #include "raft_log_format.h"
@@ -102,11 +103,11 @@ Status RaftLog::Migrate(Engine& engine) {
       ::close(fd);
       ETCDW_RETURN_IF_ERROR(st);
     }
-    ETCDW_RETURN_IF_ERROR(fmt::SyncDir(tmp));
+    ETCDW_RETURN_IF_ERROR(common::SyncDirectory(tmp));
     fs::remove_all(dir_, ec);  // an empty directory a crash left before its first segment
     fs::rename(tmp, dir_, ec);
     if (ec) return Unavailable("rename " + tmp + " to " + dir_ + ": " + ec.message());
-    ETCDW_RETURN_IF_ERROR(fmt::SyncDir(fs::path(dir_).parent_path().string()));
+    ETCDW_RETURN_IF_ERROR(common::SyncParentDirectory(dir_));
   }
   Batch drop(engine);
   drop.DeleteRange(Column::kRaftLog, EncodeFixed64BE(0), EncodeFixed64BE(UINT64_MAX));

@@ -134,10 +134,10 @@ TEST(LevelTest, SetLevelControlsEnabled) {
 TEST(WriteTest, WritesOneJsonObjectPerLine) {
   Level saved = GetLevel();
   SetLevel(Level::kInfo);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   Info("hello \"world\"", {F("revision", int64_t{5}), Hex("id", 1)});
   Debug("not shown");
-  std::string out = testing::internal::GetCapturedStderr();
+  std::string out = ::testing::internal::GetCapturedStderr();
   SetLevel(saved);
   ASSERT_FALSE(out.empty());
   EXPECT_EQ(out.back(), '\n');
