@@ -4,6 +4,8 @@
 #include <fstream>
 #include <vector>
 
+#include "etcdw/common/varint.h"
+
 namespace etcdw::mvcc {
 
 using storage::Column;
@@ -23,23 +25,6 @@ constexpr int kNumSnapshotColumns = 4;
 // The Raft log's records and this member's own identity ("local/") are not state to copy.
 bool IncludedMetaKey(std::string_view k) {
   return k.substr(0, 5) != "raft/" && k.substr(0, 6) != "local/";
-}
-
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-size_t VarintLen(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
 }
 
 std::string Header() {
@@ -66,8 +51,8 @@ Result<uint64_t> SnapshotWriter::TotalSize() {
     auto it = engine_.NewIterator(c, ro);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (c == Column::kMeta && !IncludedMetaKey(it->key())) continue;
-      total += 1 + VarintLen(it->key().size()) + it->key().size() + VarintLen(it->value().size()) +
-               it->value().size();
+      total += 1 + common::VarintSize(it->key().size()) + it->key().size() +
+               common::VarintSize(it->value().size()) + it->value().size();
     }
     ETCDW_RETURN_IF_ERROR(it->status());
   }
@@ -82,9 +67,9 @@ bool SnapshotWriter::NextRecord(std::string& out) {
       if (c != Column::kMeta || IncludedMetaKey(k)) {
         size_t start = out.size();
         out.push_back(static_cast<char>(c));
-        PutVarint(out, k.size());
+        common::AppendVarint(out, k.size());
         out.append(k);
-        PutVarint(out, v.size());
+        common::AppendVarint(out, v.size());
         out.append(v);
         sha_.Update(std::string_view(out).substr(start));
         it_->Next();

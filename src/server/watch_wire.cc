@@ -1,6 +1,6 @@
 #include "etcdw/server/watch_wire.h"
 
-#include <google/protobuf/io/coded_stream.h>
+#include "etcdw/common/varint.h"
 
 namespace etcdw::server {
 
@@ -12,15 +12,8 @@ constexpr char kEventKvKey = (2 << 3) | 2;          // mvccpb.Event.kv
 constexpr char kEventPrevKey = (3 << 3) | 2;        // mvccpb.Event.prev_kv
 constexpr char kResponseEventsKey = (11 << 3) | 2;  // etcdserverpb.WatchResponse.events
 
-using google::protobuf::io::CodedOutputStream;
-
-void AppendVarint(std::string& out, uint64_t v) {
-  uint8_t buf[10];
-  const uint8_t* end = CodedOutputStream::WriteVarint64ToArray(v, buf);
-  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(end - buf));
-}
-
-size_t VarintSize(uint64_t v) { return CodedOutputStream::VarintSize64(v); }
+using common::AppendVarint;
+using common::VarintSize;
 
 // Appends a length-delimited field holding `msg`.
 void AppendMessageField(std::string& out, char key, const mvccpb::KeyValue& msg, size_t size) {

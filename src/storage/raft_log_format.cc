@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "etcdw/common/hash.h"
+#include "etcdw/common/varint.h"
 #include "etcdw/raft.pb.h"
 
 namespace etcdw::storage::raft_log_format {
@@ -93,32 +94,19 @@ bool DecodeStart(std::string_view payload, StartRecord* out) {
   return true;
 }
 
-namespace {
-bool ReadVarint(std::string_view& s, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && !s.empty(); shift += 7) {
-    const auto b = static_cast<uint8_t>(s.front());
-    s.remove_prefix(1);
-    *v |= uint64_t{b & 0x7fu} << shift;
-    if (b < 0x80) return true;
-  }
-  return false;
-}
-}  // namespace
-
 bool DecodeEntryIndexTerm(std::string_view entry, uint64_t* index, uint64_t* term) {
   *index = *term = 0;
   while (!entry.empty()) {
     uint64_t tag = 0, v = 0;
-    if (!ReadVarint(entry, &tag)) return false;
+    if (!common::ConsumeVarint(entry, &tag)) return false;
     switch (tag & 7) {
       case 0:  // varint
-        if (!ReadVarint(entry, &v)) return false;
+        if (!common::ConsumeVarint(entry, &v)) return false;
         if (tag >> 3 == raftpb::Entry::kTermFieldNumber) *term = v;
         if (tag >> 3 == raftpb::Entry::kIndexFieldNumber) *index = v;
         break;
       case 2:  // length-delimited
-        if (!ReadVarint(entry, &v) || v > entry.size()) return false;
+        if (!common::ConsumeVarint(entry, &v) || v > entry.size()) return false;
         entry.remove_prefix(static_cast<size_t>(v));
         break;
       case 1:  // fixed64
