@@ -411,10 +411,10 @@ Status Engine::CompactAll() {
   return Status::Ok();
 }
 
-uint64_t Engine::SizeOnDisk(bool include_raft_log) const {
+uint64_t Engine::SizeOnDisk() const {
   uint64_t total = 0;
   for (int i = 0; i < kColumnCount; ++i) {
-    if (!include_raft_log && static_cast<Column>(i) == Column::kRaftLog) continue;
+    if (static_cast<Column>(i) == Column::kRaftLog) continue;
     auto* h = handles_[i];
     uint64_t v = 0;
     if (db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) total += v;

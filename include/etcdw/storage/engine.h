@@ -155,10 +155,10 @@ class Engine {
   Status Flush();
   // Makes every write so far durable (syncs the write-ahead log), as a synced write would.
   Status SyncWal();
-  // Bytes the database occupies: table files plus unflushed data in memory. The Raft log is
-  // left out unless asked for: it is a write-ahead log kept short by compaction, like etcd's WAL,
-  // which etcd's database size does not count either.
-  uint64_t SizeOnDisk(bool include_raft_log = false) const;
+  // Bytes the database occupies: table files plus unflushed data in memory. The legacy Raft
+  // log column is left out (it holds an old data directory's log only until RaftLog moves it
+  // into its own files; etcd's database size does not count its WAL either).
+  uint64_t SizeOnDisk() const;
   // Estimated bytes of live data (same columns as SizeOnDisk()).
   uint64_t SizeInUse() const;
   // Reads every block of every file and checks its checksum.
