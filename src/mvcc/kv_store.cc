@@ -282,25 +282,36 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(storage::Engine& engine) {
   return s;
 }
 
-Status KvStore::Load() {
-  ETCDW_ASSIGN_OR_RETURN(int64_t rev, ReadInt(engine_, meta_keys::kCurrentRev, 1));
-  ETCDW_ASSIGN_OR_RETURN(int64_t ci, ReadInt(engine_, meta_keys::kConsistentIndex, 0));
-  ETCDW_ASSIGN_OR_RETURN(int64_t sched, ReadInt(engine_, meta_keys::kScheduledCompactRev, -1));
-  ETCDW_ASSIGN_OR_RETURN(int64_t fin, ReadInt(engine_, meta_keys::kFinishedCompactRev, -1));
-  if (rev < 1) return DataLoss("store current revision " + std::to_string(rev) + " is invalid");
-  if (sched > rev || fin > sched) {
-    return DataLoss("store compaction records are inconsistent (current " + std::to_string(rev) +
-                    ", scheduled " + std::to_string(sched) + ", finished " + std::to_string(fin) +
-                    ")");
+Result<StoreMeta> ReadStoreMeta(const storage::Engine& engine) {
+  StoreMeta m;
+  ETCDW_ASSIGN_OR_RETURN(m.rev, ReadInt(engine, meta_keys::kCurrentRev, 1));
+  ETCDW_ASSIGN_OR_RETURN(int64_t ci, ReadInt(engine, meta_keys::kConsistentIndex, 0));
+  ETCDW_ASSIGN_OR_RETURN(m.scheduled_compact_rev,
+                         ReadInt(engine, meta_keys::kScheduledCompactRev, -1));
+  ETCDW_ASSIGN_OR_RETURN(m.finished_compact_rev,
+                         ReadInt(engine, meta_keys::kFinishedCompactRev, -1));
+  m.consistent_index = static_cast<uint64_t>(ci);
+  if (m.rev < 1) {
+    return DataLoss("store current revision " + std::to_string(m.rev) + " is invalid");
   }
-  rev_ = rev;
-  consistent_index_ = static_cast<uint64_t>(ci);
-  scheduled_compact_rev_ = sched;
-  finished_compact_rev_ = fin;
+  if (m.scheduled_compact_rev > m.rev || m.finished_compact_rev > m.scheduled_compact_rev) {
+    return DataLoss("store compaction records are inconsistent (current " + std::to_string(m.rev) +
+                    ", scheduled " + std::to_string(m.scheduled_compact_rev) + ", finished " +
+                    std::to_string(m.finished_compact_rev) + ")");
+  }
+  return m;
+}
+
+Status KvStore::Load() {
+  ETCDW_ASSIGN_OR_RETURN(StoreMeta m, ReadStoreMeta(engine_));
+  rev_ = m.rev;
+  consistent_index_ = m.consistent_index;
+  scheduled_compact_rev_ = m.scheduled_compact_rev;
+  finished_compact_rev_ = m.finished_compact_rev;
   // A scheduled compaction was acknowledged: readers must treat it as done even if the
   // physical deletion is still to be finished by the compactor.
-  compact_rev_ = sched;
-  ETCDW_RETURN_IF_ERROR(index_.Load(engine_, rev));
+  compact_rev_ = m.scheduled_compact_rev;
+  ETCDW_RETURN_IF_ERROR(index_.Load(engine_, m.rev));
   return leases_.Load(engine_);
 }
 

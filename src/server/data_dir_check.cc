@@ -80,15 +80,15 @@ DataDirCheck Classify(const Status& st) {
 }
 
 // No revision record may lie above the current revision: the newest one is one seek away.
-Status CheckNewestRevision(const storage::Engine& engine, const mvcc::KvStore& kv) {
+Status CheckNewestRevision(const storage::Engine& engine, int64_t rev) {
   auto it = engine.NewIterator(storage::Column::kRevisions);
   it->SeekToLast();
   if (it->Valid()) {
     if (it->key().size() != 16) return DataLoss("revision log record is corrupt");
     const mvcc::Revision r = mvcc::DecodeRevisionKey(it->key());
-    if (r.main > kv.Rev()) {
+    if (r.main > rev) {
       return DataLoss("the revision log reaches revision " + std::to_string(r.main) +
-                      ", above the store's current revision " + std::to_string(kv.Rev()));
+                      ", above the store's current revision " + std::to_string(rev));
     }
   }
   return it->status();
@@ -118,11 +118,10 @@ Status CheckLogEntries(const storage::RaftLog& log) {
 // applied. The store may have applied entries the durable hard state does not count as
 // committed yet (RaftNode raises the commit index to the applied index at start), but never
 // entries the log lacks.
-Status CheckRaftState(const std::string& dir, storage::Engine& engine, const mvcc::KvStore& kv,
-                      bool full, uint64_t* unapplied) {
+Status CheckRaftState(const std::string& dir, storage::Engine& engine, uint64_t applied, bool full,
+                      uint64_t* unapplied) {
   storage::RaftLog log(data_dir_internal::WalDir(dir));
   ETCDW_RETURN_IF_ERROR(log.Open(&engine));
-  const uint64_t applied = kv.ConsistentIndex();
   const uint64_t commit = std::max<uint64_t>(log.hard_state().commit(), applied);
   if (commit > log.LastIndex()) {
     return DataLoss((applied == commit ? "applied index " : "raft hard state commits index ") +
@@ -171,22 +170,30 @@ DataDirCheck CheckDataDir(const std::string& dir, bool full) {
     return Classify(engine.status());
   }
   storage::Engine& e = **engine;
-  auto kv = mvcc::KvStore::Open(e);
-  if (!kv.ok()) return Classify(kv.status());
+  // A sanity check reads the metadata only; a full one opens the store as a member does (its
+  // leases and the newest version of every key) and then checks everything.
+  Result<mvcc::StoreMeta> meta = mvcc::ReadStoreMeta(e);
+  if (!meta.ok()) return Classify(meta.status());
+  std::unique_ptr<mvcc::KvStore> kv;
+  if (full) {
+    auto opened = mvcc::KvStore::Open(e);
+    if (!opened.ok()) return Classify(opened.status());
+    kv = std::move(*opened);
+  }
   Membership members;
   Status st = members.Load(e);
   if (st.ok()) st = LoadLocalMemberId(e).status();
   if (st.ok()) st = LoadRestoredIdentity(e).status();
-  if (st.ok()) st = CheckNewestRevision(e, **kv);
+  if (st.ok()) st = CheckNewestRevision(e, meta->rev);
   uint64_t unapplied = 0;
-  if (st.ok()) st = CheckRaftState(dir, e, **kv, full, &unapplied);
+  if (st.ok()) st = CheckRaftState(dir, e, meta->consistent_index, full, &unapplied);
   if (st.ok() && full) st = e.VerifyChecksums();
-  if (st.ok() && full) st = data_dir_internal::CheckMvccConsistency(e, **kv);
+  if (st.ok() && full) st = data_dir_internal::CheckMvccConsistency(e, *kv);
   if (!st.ok()) return Classify(st);
 
   DataDirCheck c;
   c.state = DataDirState::kValid;
-  c.revision = (*kv)->Rev();
+  c.revision = meta->rev;
   c.unapplied_entries = unapplied;
   return c;
 }

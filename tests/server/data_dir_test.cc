@@ -625,9 +625,16 @@ TEST_F(DataDirTest, FullCheckFindsAFlippedByteInATableFile) {
   DataDirCheck full = CheckDataDir(src_, true);
   EXPECT_EQ(full.state, DataDirState::kCorrupt);
   EXPECT_NE(full.detail.find("checksum"), std::string::npos) << full.detail;
-  // Each key has one version here, and opening the store reads the newest version of every key
-  // (the key index), so the sanity check finds this flip too.
-  EXPECT_EQ(CheckDataDir(src_, false).state, DataDirState::kCorrupt);
+  // A sanity check reads no key, so that its cost does not grow with the data (gardener's reads
+  // none of bbolt's data pages either): it passes. The member's start then fails on the flip
+  // (opening the store reads the newest version of every key), and after a start that did not
+  // stop on a signal the wrapper asks for the full check.
+  EXPECT_EQ(CheckDataDir(src_, false).state, DataDirState::kValid);
+  auto engine = storage::Engine::Open(src_ + "/member/store", {});
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  auto kv = mvcc::KvStore::Open(**engine);
+  ASSERT_FALSE(kv.ok());
+  EXPECT_EQ(kv.status().code(), Code::kDataLoss) << kv.status().ToString();
 }
 
 TEST_F(DataDirTest, FullCheckFindsMvccInconsistencies) {

@@ -184,6 +184,18 @@ class ApplyBatch {
   std::vector<RevisionEvents> changes_;
 };
 
+// The store's metadata records (column Meta), validated: what KvStore::Open loads before its
+// leases and key index.
+struct StoreMeta {
+  int64_t rev = 1;
+  uint64_t consistent_index = 0;
+  int64_t scheduled_compact_rev = -1;
+  int64_t finished_compact_rev = -1;
+};
+// Reads them without reading any key (a quick check of a data directory needs no more); DataLoss
+// when a record is corrupt or they contradict each other.
+Result<StoreMeta> ReadStoreMeta(const storage::Engine& engine);
+
 class KvStore {
  public:
   // Opens the store on an engine (which it does not own) and loads its metadata and key index

@@ -84,7 +84,8 @@ struct DataDirCheck {
   uint64_t unapplied_entries = 0;
 };
 
-// sanity (full = false): the directory structure, that the store opens and reads its revision.
+// sanity (full = false): the directory structure, that the store opens and reads its revision,
+// the Raft log against the applied index; it reads no key, so its cost does not grow with the data.
 // full: also every checksum of the store (all RocksDB files: state and Raft log) and the
 // consistency of the MVCC data (every version has its revision record and the other way round,
 // no version above the current revision, leases referenced by keys exist, the Raft hard state
