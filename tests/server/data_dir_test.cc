@@ -689,6 +689,27 @@ TEST_F(DataDirTest, FullCheckFindsMvccInconsistencies) {
   EXPECT_EQ(CheckDataDir(root_ + "/revision-record-deleted", false).state, DataDirState::kValid);
 }
 
+TEST_F(DataDirTest, BothChecksFindDamagedMetadataRecords) {
+  Start(src_);
+  for (int i = 0; i < 5; ++i) Put("k", std::to_string(i));
+  StopServer();
+  const std::string short_rev = DamagedCopy("short-rev", [](storage::Engine&, storage::Batch& b) {
+    b.Put(Column::kMeta, mvcc::meta_keys::kCurrentRev, "123");
+  });
+  const std::string compaction_ahead =
+      DamagedCopy("compaction-ahead", [](storage::Engine&, storage::Batch& b) {
+        b.Put(Column::kMeta, mvcc::meta_keys::kScheduledCompactRev, storage::EncodeFixed64BE(1000));
+      });
+  for (bool full : {false, true}) {
+    DataDirCheck c = CheckDataDir(short_rev, full);
+    EXPECT_EQ(c.state, DataDirState::kCorrupt) << full;
+    EXPECT_NE(c.detail.find("is corrupt"), std::string::npos) << c.detail;
+    c = CheckDataDir(compaction_ahead, full);
+    EXPECT_EQ(c.state, DataDirState::kCorrupt) << full;
+    EXPECT_NE(c.detail.find("compaction records are inconsistent"), std::string::npos) << c.detail;
+  }
+}
+
 TEST_F(DataDirTest, CheckJudgesTheRaftStateAgainstTheAppliedIndex) {
   Start(src_);
   for (int i = 0; i < 20; ++i) Put("k", std::to_string(i));
