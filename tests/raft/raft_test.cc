@@ -192,21 +192,7 @@ TEST(Raft, VoteFromAnyState) {
                          StateType::kLeader}) {
       auto r = NewRaft(1, {1, 2, 3}, {.pre_vote = true});
       r->BecomeFollower(1, kNone);
-      switch (st) {
-        case StateType::kFollower:
-          r->BecomeFollower(1, 3);
-          break;
-        case StateType::kPreCandidate:
-          r->BecomePreCandidate();
-          break;
-        case StateType::kCandidate:
-          r->BecomeCandidate();
-          break;
-        case StateType::kLeader:
-          r->BecomeCandidate();
-          r->BecomeLeader();
-          break;
-      }
+      BecomeState(*r, st, /*follower_term=*/1, /*lead=*/3);
       uint64_t orig_term = r->term(), orig_vote = r->vote();
       uint64_t new_term = orig_term + 1;
       ASSERT_TRUE(r->Step(Msg({.type = vt,
@@ -325,21 +311,7 @@ TEST(Raft, AllServerStepdown) {
                        StateType::kLeader}) {
     for (MessageType mt : {raftpb::MSG_VOTE, raftpb::MSG_APP}) {
       auto r = NewRaft(1, {1, 2, 3});
-      switch (st) {
-        case StateType::kFollower:
-          r->BecomeFollower(1, kNone);
-          break;
-        case StateType::kPreCandidate:
-          r->BecomePreCandidate();
-          break;
-        case StateType::kCandidate:
-          r->BecomeCandidate();
-          break;
-        case StateType::kLeader:
-          r->BecomeCandidate();
-          r->BecomeLeader();
-          break;
-      }
+      BecomeState(*r, st, /*follower_term=*/1, kNone);
       ASSERT_TRUE(r->Step(Msg({.type = mt, .from = 2, .to = 1, .term = 3, .log_term = 3})).ok());
       EXPECT_EQ(r->state(), StateType::kFollower) << StateName(st);
       EXPECT_EQ(r->term(), 3u);

@@ -240,6 +240,26 @@ inline TestRaft NewRaft(uint64_t id, std::vector<uint64_t> voters, const Opts& o
   return NewRaft(id, std::make_unique<TestStorage>(voters, o.learners), o);
 }
 
+// Moves `r` into state `st` from its current term; a follower becomes one of `follower_term`
+// following `lead`.
+inline void BecomeState(Raft& r, StateType st, uint64_t follower_term, uint64_t lead) {
+  switch (st) {
+    case StateType::kFollower:
+      r.BecomeFollower(follower_term, lead);
+      break;
+    case StateType::kPreCandidate:
+      r.BecomePreCandidate();
+      break;
+    case StateType::kCandidate:
+      r.BecomeCandidate();
+      break;
+    case StateType::kLeader:
+      r.BecomeCandidate();
+      r.BecomeLeader();
+      break;
+  }
+}
+
 // A member whose storage already holds `ents` and `hs`.
 inline TestRaft NewRaftWithLog(uint64_t id, std::vector<uint64_t> voters,
                                const std::vector<Entry>& ents, raftpb::HardState hs = {},
