@@ -122,16 +122,11 @@ Status CheckRaftState(const std::string& dir, storage::Engine& engine, uint64_t 
                       uint64_t* unapplied) {
   storage::RaftLog log(data_dir_internal::WalDir(dir));
   ETCDW_RETURN_IF_ERROR(log.Open(&engine));
+  ETCDW_RETURN_IF_ERROR(log.CheckApplied(applied));
   const uint64_t commit = std::max<uint64_t>(log.hard_state().commit(), applied);
   if (commit > log.LastIndex()) {
-    return DataLoss((applied == commit ? "applied index " : "raft hard state commits index ") +
-                    std::to_string(commit) + " beyond the last log entry " +
-                    std::to_string(log.LastIndex()));
-  }
-  if (applied < log.CompactedIndex()) {
-    return DataLoss("applied index " + std::to_string(applied) +
-                    " is below the raft log's compaction point " +
-                    std::to_string(log.CompactedIndex()) + ": entries to apply are gone");
+    return DataLoss("raft hard state commits index " + std::to_string(commit) +
+                    " beyond the last log entry " + std::to_string(log.LastIndex()));
   }
   if (full) ETCDW_RETURN_IF_ERROR(CheckLogEntries(log));
   *unapplied = commit - applied;

@@ -498,15 +498,7 @@ Status RaftNode::MaybeCompactLog() {
 Status RaftNode::ReconcileCommitWithApplied() {
   const uint64_t applied = kv_.ConsistentIndex();
   raftpb::HardState hs = log_.hard_state();
-  if (applied > log_.LastIndex()) {
-    return DataLoss("applied index " + std::to_string(applied) +
-                    " is above the last raft log entry " + std::to_string(log_.LastIndex()));
-  }
-  if (applied < log_.CompactedIndex()) {
-    return DataLoss("applied index " + std::to_string(applied) +
-                    " is below the raft log's compaction point " +
-                    std::to_string(log_.CompactedIndex()) + ": entries to apply are gone");
-  }
+  ETCDW_RETURN_IF_ERROR(log_.CheckApplied(applied));
   if (applied <= hs.commit()) return Status::Ok();
   hs.set_commit(applied);
   return log_.Append({}, &hs, /*sync=*/true);

@@ -58,6 +58,19 @@ size_t RaftLog::SegmentCount() const {
   return segments_.size();
 }
 
+Status RaftLog::CheckApplied(uint64_t applied) const {
+  if (applied > LastIndex()) {
+    return DataLoss("applied index " + std::to_string(applied) + " beyond the last log entry " +
+                    std::to_string(LastIndex()));
+  }
+  if (applied < CompactedIndex()) {
+    return DataLoss("applied index " + std::to_string(applied) +
+                    " is below the raft log's compaction point " +
+                    std::to_string(CompactedIndex()) + ": entries to apply are gone");
+  }
+  return Status::Ok();
+}
+
 Status RaftLog::Open(Engine* engine) {
   if (engine) ETCDW_RETURN_IF_ERROR(Migrate(*engine));
   return Load();

@@ -248,6 +248,21 @@ TEST_F(RaftLogTest, CompactDropsThePrefixAndRemembersItsTerm) {
   EXPECT_EQ(Read(*fresh, 5, 7), (Pairs{{5, 2}, {6, 2}}));
 }
 
+TEST_F(RaftLogTest, CheckAppliedWantsTheAppliedIndexWithinTheLog) {
+  Append(Range(1, 7, 1));
+  Compact(3);
+  for (uint64_t applied : {3, 4, 6}) EXPECT_TRUE(log_->CheckApplied(applied).ok()) << applied;
+  Status below = log_->CheckApplied(2);
+  EXPECT_EQ(below.code(), Code::kDataLoss);
+  EXPECT_NE(below.message().find("applied index 2 is below the raft log's compaction point 3"),
+            std::string::npos)
+      << below.message();
+  Status beyond = log_->CheckApplied(7);
+  EXPECT_EQ(beyond.code(), Code::kDataLoss);
+  EXPECT_NE(beyond.message().find("applied index 7 beyond the last log entry 6"), std::string::npos)
+      << beyond.message();
+}
+
 TEST_F(RaftLogTest, CompactEverythingThenAppend) {
   Append(Range(1, 4, 1));
   Compact(3);

@@ -137,8 +137,9 @@ class RaftNode final : public Node {
   void ServeReads(const std::vector<raft::ReadState>& states);
   void MaybeStartReadRound();
   void ExpireWaits();
-  // Stages log compaction when due; returns the (index, term) compacted to, or nullopt.
+  // Compacts the log when it is due (by entry count or size), after syncing the engine's WAL.
   Status MaybeCompactLog();
+  // At start: raises the durable commit index to the applied index (see raft_node.cc).
   Status ReconcileCommitWithApplied();
   Status RecoverInterruptedInstall();
   std::chrono::milliseconds RequestTimeout() const;

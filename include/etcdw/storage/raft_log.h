@@ -57,6 +57,11 @@ class RaftLog {
   uint64_t CompactedTerm() const;
   raftpb::HardState hard_state() const;
 
+  // Whether the log can carry on a store that applied the entries up to `applied`: DataLoss
+  // when entries it has not applied are compacted away (applied < CompactedIndex()) or it
+  // applied entries the log lacks (applied > LastIndex()).
+  Status CheckApplied(uint64_t applied) const;
+
   // Term of entry `index`; for CompactedIndex() the recorded term. OutOfRange outside the log.
   Result<uint64_t> Term(uint64_t index) const;
   // Entries [lo, hi), at least one when lo < hi, stopping early once max_bytes is exceeded.
