@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "etcdw/common/etcd_errors.h"
+#include "etcdw/common/logging.h"
 #include "etcdw/mvcc/revision.h"
 #include "etcdw/storage/versioned_key.h"
 
@@ -277,8 +278,12 @@ void ApplyBatch::End(std::unique_ptr<WriteTxn> txn) {
 // KvStore
 
 Result<std::unique_ptr<KvStore>> KvStore::Open(storage::Engine& engine) {
+  return Open(engine, OpenOptions{});
+}
+
+Result<std::unique_ptr<KvStore>> KvStore::Open(storage::Engine& engine, OpenOptions opts) {
   std::unique_ptr<KvStore> s(new KvStore(engine));
-  ETCDW_RETURN_IF_ERROR(s->Load());
+  ETCDW_RETURN_IF_ERROR(s->Load(opts.use_saved_index));
   return s;
 }
 
@@ -302,7 +307,7 @@ Result<StoreMeta> ReadStoreMeta(const storage::Engine& engine) {
   return m;
 }
 
-Status KvStore::Load() {
+Status KvStore::Load(bool use_saved_index) {
   ETCDW_ASSIGN_OR_RETURN(StoreMeta m, ReadStoreMeta(engine_));
   rev_ = m.rev;
   consistent_index_ = m.consistent_index;
@@ -311,8 +316,34 @@ Status KvStore::Load() {
   // A scheduled compaction was acknowledged: readers must treat it as done even if the
   // physical deletion is still to be finished by the compactor.
   compact_rev_ = m.scheduled_compact_rev;
-  ETCDW_RETURN_IF_ERROR(index_.Load(engine_, m.rev));
+  ETCDW_RETURN_IF_ERROR(LoadKeyIndex(m.rev, use_saved_index));
   return leases_.Load(engine_);
+}
+
+Status KvStore::LoadKeyIndex(int64_t rev, bool use_saved_index) {
+  loaded_saved_index_ = false;
+  holds_saved_index_ = true;  // unless the store is seen to hold none
+  if (use_saved_index) {
+    Result<KeyIndex::Saved> saved = index_.LoadSaved(engine_, rev);
+    if (!saved.ok()) {
+      log::Warn("rebuilding the key index", {log::F("error", saved.status())});
+    } else if (*saved == KeyIndex::Saved::kNone) {
+      holds_saved_index_ = false;
+    } else if (*saved == KeyIndex::Saved::kLoaded) {
+      loaded_saved_index_ = true;
+      return Status::Ok();
+    }
+  }
+  return index_.Load(engine_, rev);
+}
+
+Status KvStore::SaveKeyIndex() {
+  storage::Batch batch(engine_);
+  ETCDW_RETURN_IF_ERROR(KeyIndex::StageDeleteSaved(engine_, batch));
+  index_.StageSave(batch);
+  ETCDW_RETURN_IF_ERROR(engine_.Write(batch, /*sync=*/true));
+  holds_saved_index_ = true;
+  return Status::Ok();
 }
 
 Result<mvccpb::KeyValue> KvStore::ReadVersion(std::string_view key, int64_t rev) const {
@@ -349,7 +380,11 @@ Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
                storage::EncodeFixed64BE(static_cast<uint64_t>(b.pending_rev_)));
   b.batch_.Put(Column::kMeta, meta_keys::kConsistentIndex,
                storage::EncodeFixed64BE(consistent_index));
+  // A saved key index describes the keys at the revision it was saved at only: it goes with the
+  // first write after it (atomically, so no crash leaves it beside later changes).
+  if (holds_saved_index_) ETCDW_RETURN_IF_ERROR(KeyIndex::StageDeleteSaved(engine_, b.batch_));
   ETCDW_RETURN_IF_ERROR(engine_.Write(b.batch_, /*sync=*/false));
+  holds_saved_index_ = false;
   index_.Apply(b.key_changes_, b.pending_rev_);
   {
     // Publication is ordered against NewReadView: a view never pairs a revision with a
@@ -366,7 +401,8 @@ Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
 Status KvStore::ReplaceState(const std::function<Status()>& replace) {
   std::unique_lock lock(view_mu_);
   ETCDW_RETURN_IF_ERROR(replace());
-  return Load();
+  // Rebuilt: a replaced state is rare, and its keys owe nothing to a copy saved before.
+  return Load(/*use_saved_index=*/false);
 }
 
 Status KvStore::MarkCompactionFinished(int64_t rev) {

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "data_dir_internal.h"
+#include "etcdw/mvcc/key_index.h"
 #include "etcdw/mvcc/revision.h"
 #include "etcdw/raft.pb.h"
 #include "etcdw/server/data_dir.h"
@@ -133,6 +134,20 @@ Status CheckRaftState(const std::string& dir, storage::Engine& engine, uint64_t 
   return Status::Ok();
 }
 
+// A copy of the key index saved by a clean stop is what the member will serve keys from: one
+// that decodes but disagrees with the keys (the store was changed behind it) must not be loaded.
+// A damaged copy is harmless: the member rebuilds the index.
+Status CheckSavedKeyIndex(const storage::Engine& engine, int64_t rev, const mvcc::KeyIndex& keys) {
+  mvcc::KeyIndex saved;
+  Result<mvcc::KeyIndex::Saved> loaded = saved.LoadSaved(engine, rev);
+  if (!loaded.ok() || *loaded != mvcc::KeyIndex::Saved::kLoaded) return Status::Ok();
+  if (!saved.SameKeysAs(keys)) {
+    return DataLoss("the key index saved at revision " + std::to_string(rev) +
+                    " does not match the keys in the store");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* DataDirStateName(DataDirState s) {
@@ -166,12 +181,13 @@ DataDirCheck CheckDataDir(const std::string& dir, bool full) {
   }
   storage::Engine& e = **engine;
   // A sanity check reads the metadata only; a full one opens the store as a member does (its
-  // leases and the newest version of every key) and then checks everything.
+  // leases and the newest version of every key, rebuilding the key index even where a clean stop
+  // saved it) and then checks everything.
   Result<mvcc::StoreMeta> meta = mvcc::ReadStoreMeta(e);
   if (!meta.ok()) return Classify(meta.status());
   std::unique_ptr<mvcc::KvStore> kv;
   if (full) {
-    auto opened = mvcc::KvStore::Open(e);
+    auto opened = mvcc::KvStore::Open(e, {.use_saved_index = false});
     if (!opened.ok()) return Classify(opened.status());
     kv = std::move(*opened);
   }
@@ -184,6 +200,7 @@ DataDirCheck CheckDataDir(const std::string& dir, bool full) {
   if (st.ok()) st = CheckRaftState(dir, e, meta->consistent_index, full, &unapplied);
   if (st.ok() && full) st = e.VerifyChecksums();
   if (st.ok() && full) st = data_dir_internal::CheckMvccConsistency(e, *kv);
+  if (st.ok() && full) st = CheckSavedKeyIndex(e, meta->rev, kv->key_index());
   if (!st.ok()) return Classify(st);
 
   DataDirCheck c;

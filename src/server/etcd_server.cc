@@ -45,6 +45,10 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   }
   ETCDW_ASSIGN_OR_RETURN(s->engine_, storage::Engine::Open(member_dir + "/store", {}));
   ETCDW_ASSIGN_OR_RETURN(s->kv_, mvcc::KvStore::Open(*s->engine_));
+  log::Info("store opened", {log::F("revision", s->kv_->Rev()),
+                             log::F("key-index", s->kv_->loaded_saved_index()
+                                                     ? "loaded the copy saved at the last stop"
+                                                     : "rebuilt from the keys")});
   ETCDW_RETURN_IF_ERROR(s->membership_.Load(*s->engine_));
 
   // Identity: stored on the first start. As etcd, the initial-cluster settings matter only
@@ -250,6 +254,11 @@ void EtcdServer::Stop() {
   reads_.reset();
   tasks_.reset();
   compactor_.reset();
+  // Nothing applies any more: the next start loads the key index instead of rebuilding it.
+  if (kv_) {
+    Status st = kv_->SaveKeyIndex();
+    if (!st.ok()) log::Warn("saving the key index at shutdown failed", {log::F("error", st)});
+  }
   if (engine_) {
     Status st = engine_->Flush();
     if (!st.ok()) log::Warn("flush at shutdown failed", {log::F("error", st)});

@@ -71,8 +71,10 @@ TEST_F(EtcdServerTest, WritesSurviveRestart) {
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before->header().revision(), 51);
   uint64_t term = server_->node().Term();
+  EXPECT_FALSE(server_->kv().loaded_saved_index()) << "a first start has no saved key index";
   server_->Stop();
   Open();
+  EXPECT_TRUE(server_->kv().loaded_saved_index()) << "a clean stop saves the key index";
   auto after = Get("k49");
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->kvs_size(), 1);

@@ -198,9 +198,16 @@ Result<StoreMeta> ReadStoreMeta(const storage::Engine& engine);
 
 class KvStore {
  public:
+  struct OpenOptions {
+    // Load the key index from the copy a clean stop saved (SaveKeyIndex) when it matches the
+    // store's revision. Off, the index is always rebuilt: a full check of a data directory reads
+    // every key's newest version that way.
+    bool use_saved_index = true;
+  };
   // Opens the store on an engine (which it does not own) and loads its metadata and key index
-  // (one pass over the newest version of every key).
+  // (the saved copy, or one pass over the newest version of every key).
   static Result<std::unique_ptr<KvStore>> Open(storage::Engine& engine);
+  static Result<std::unique_ptr<KvStore>> Open(storage::Engine& engine, OpenOptions opts);
 
   // --- any thread ---
   int64_t Rev() const { return rev_.load(std::memory_order_acquire); }
@@ -233,6 +240,12 @@ class KvStore {
   // reader held off, then reloads the store's metadata, leases and key index from the engine.
   Status ReplaceState(const std::function<Status()>& replace);
 
+  // With no apply running (a member stopping cleanly): saves the key index in the store (synced)
+  // for the next open, which then need not rebuild it.
+  Status SaveKeyIndex();
+  // Whether the last load took the key index from a saved copy (diagnostics and tests).
+  bool loaded_saved_index() const { return loaded_saved_index_; }
+
   // --- compactor thread ---
   // Records that compaction up to `rev` is physically complete.
   Status MarkCompactionFinished(int64_t rev);
@@ -241,7 +254,8 @@ class KvStore {
   friend class WriteTxn;
   friend class ApplyBatch;
   explicit KvStore(storage::Engine& engine) : engine_(engine) {}
-  Status Load();
+  Status Load(bool use_saved_index);
+  Status LoadKeyIndex(int64_t rev, bool use_saved_index);
 
   storage::Engine& engine_;
   LeaseTable leases_;
@@ -252,6 +266,9 @@ class KvStore {
   std::atomic<uint64_t> consistent_index_{0};
   std::atomic<int64_t> scheduled_compact_rev_{-1};
   std::atomic<int64_t> finished_compact_rev_{-1};
+  bool loaded_saved_index_ = false;
+  // The store holds a saved copy of the key index: the next Commit deletes it with its changes.
+  bool holds_saved_index_ = false;
 };
 
 // Meta column keys of the store.
