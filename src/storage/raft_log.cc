@@ -112,8 +112,9 @@ Status RaftLog::LoadSegment(size_t k, bool last) {
   seg.file = std::make_shared<File>(fd);
   struct stat st;
   if (::fstat(fd, &st) != 0) return Unavailable("stat " + seg.path + ": " + std::strerror(errno));
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  ETCDW_RETURN_IF_ERROR(fmt::ReadAt(fd, data.data(), data.size(), 0, seg.path));
+  ETCDW_ASSIGN_OR_RETURN(fmt::MappedFile mapped,
+                         fmt::MappedFile::Map(fd, static_cast<size_t>(st.st_size), seg.path));
+  const std::string_view data = mapped.data();
 
   fmt::Record r;
   fmt::StartRecord start;

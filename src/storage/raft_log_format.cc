@@ -1,6 +1,7 @@
 #include "raft_log_format.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -203,6 +204,17 @@ Status ReadAt(int fd, char* buf, size_t n, uint64_t offset, const std::string& w
     offset += static_cast<uint64_t>(r);
   }
   return Status::Ok();
+}
+
+Result<MappedFile> MappedFile::Map(int fd, size_t size, const std::string& what) {
+  if (size == 0) return MappedFile(nullptr, 0);
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (addr == MAP_FAILED) return Errno("map " + what);
+  return MappedFile(addr, size);
+}
+
+MappedFile::~MappedFile() {
+  if (addr_) ::munmap(addr_, size_);
 }
 
 Status SyncData(int fd, const std::string& what) {

@@ -78,4 +78,20 @@ Status WriteAt(int fd, std::string_view data, uint64_t offset, const std::string
 Status ReadAt(int fd, char* buf, size_t n, uint64_t offset, const std::string& what);
 Status SyncData(int fd, const std::string& what);
 
+// A whole file mapped read-only, for reading a segment once at start-up without copying it into
+// memory of its own (the page cache's pages are mapped, all at once). Empty for an empty file.
+class MappedFile {
+ public:
+  static Result<MappedFile> Map(int fd, size_t size, const std::string& what);
+  MappedFile(MappedFile&& o) noexcept : addr_(o.addr_), size_(o.size_) { o.addr_ = nullptr; }
+  MappedFile& operator=(MappedFile&&) = delete;
+  ~MappedFile();
+  std::string_view data() const { return {static_cast<const char*>(addr_), addr_ ? size_ : 0}; }
+
+ private:
+  MappedFile(void* addr, size_t size) : addr_(addr), size_(size) {}
+  void* addr_;
+  size_t size_;
+};
+
 }  // namespace etcdw::storage::raft_log_format
