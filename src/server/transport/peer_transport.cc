@@ -159,6 +159,19 @@ class Closable {
 
 class TransportImpl;
 
+// The TLS context of the dialing side (definitions with the other TLS set-up below).
+class ClientTls {
+ public:
+  Status Init(const common::TlsConfig& tls);
+  // The context, with the system's CAs loaded on first use when no trusted-ca-file is set.
+  ssl::context& Get();
+
+ private:
+  std::optional<ssl::context> ctx_;
+  bool system_cas_ = false;
+  std::once_flag system_cas_once_;
+};
+
 // What a DialOp needs from its owner: the transport, or FetchClusterInfo's stand-in.
 class DialEnv {
  public:
@@ -569,7 +582,7 @@ class TransportImpl final : public PeerTransport, public DialEnv {
   bool stopping() const override { return stopping_.load(); }
   Executor NewStrand() { return asio::make_strand(io_); }
   ssl::context* server_tls() { return server_tls_ ? &*server_tls_ : nullptr; }
-  ssl::context& client_tls() override { return *client_tls_; }
+  ssl::context& client_tls() override { return client_tls_.Get(); }
   bool Limit(const std::string& key, uint64_t& suppressed) override {
     return limiter_.Allow(key, suppressed);
   }
@@ -629,7 +642,7 @@ class TransportImpl final : public PeerTransport, public DialEnv {
   PeerTransportHandler handler_;
   // Declared before the io_context so that they outlive every stream it may still hold.
   std::optional<ssl::context> server_tls_;
-  std::optional<ssl::context> client_tls_;
+  ClientTls client_tls_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
@@ -1903,10 +1916,16 @@ Status TlsFileError(const std::string& what, const std::string& file, const erro
                          "\": " + ErrorText(ec));
 }
 
+}  // namespace
+
 // The dialing side presents the peer certificate (as etcd peers do) and verifies the server
-// against trusted-ca-file (the system's CAs without one).
-Status ConfigureClientTls(ssl::context& c, const common::TlsConfig& tls) {
+// against trusted-ca-file, or without one against the system's CAs. Those are loaded at the
+// first dial that uses the context: reading the system's bundle takes ~40 ms, which every start
+// would pay without a single https peer.
+Status ClientTls::Init(const common::TlsConfig& tls) {
   error_code ec;
+  ctx_.emplace(ssl::context::tls_client);
+  ssl::context& c = *ctx_;
   c.set_options(kTlsOptions);
   if (tls.HasCertificate()) {
     if (c.use_certificate_chain_file(tls.cert_file, ec); ec) {
@@ -1920,13 +1939,23 @@ Status ConfigureClientTls(ssl::context& c, const common::TlsConfig& tls) {
     if (c.load_verify_file(tls.trusted_ca_file, ec); ec) {
       return TlsFileError("trusted-ca-file", tls.trusted_ca_file, ec);
     }
-  } else {
-    c.set_default_verify_paths(ec);
   }
+  system_cas_ = tls.trusted_ca_file.empty();
   c.set_verify_mode(ssl::verify_peer);
   return Status::Ok();
 }
-}  // namespace
+
+ssl::context& ClientTls::Get() {
+  if (system_cas_) {
+    std::call_once(system_cas_once_, [this] {
+      error_code ec;
+      ctx_->set_default_verify_paths(ec);
+      if (ec)
+        log::Warn("cannot load the system's CA certificates", {log::F("error", ec.message())});
+    });
+  }
+  return *ctx_;
+}
 
 Status TransportImpl::InitTls() {
   const common::TlsConfig& tls = opts_.tls;
@@ -1968,8 +1997,7 @@ Status TransportImpl::InitTls() {
       c.set_verify_mode(ssl::verify_none);
     }
   }
-  client_tls_.emplace(ssl::context::tls_client);
-  return ConfigureClientTls(*client_tls_, tls);
+  return client_tls_.Init(tls);
 }
 
 Status TransportImpl::Listen(const common::Url& url) {
@@ -2267,13 +2295,10 @@ class StandaloneEnv final : public DialEnv {
     opts_.tls = tls;
     opts_.dial_timeout = timeout;  // cluster ID, sender and receiver: 0
   }
-  Status InitTls() {
-    client_tls_.emplace(ssl::context::tls_client);
-    return ConfigureClientTls(*client_tls_, opts_.tls);
-  }
+  Status InitTls() { return client_tls_.Init(opts_.tls); }
   const PeerTransportOptions& opts() const override { return opts_; }
   bool stopping() const override { return false; }
-  ssl::context& client_tls() override { return *client_tls_; }
+  ssl::context& client_tls() override { return client_tls_.Get(); }
   bool Limit(const std::string& key, uint64_t& suppressed) override {
     return limiter_.Allow(key, suppressed);
   }
@@ -2281,7 +2306,7 @@ class StandaloneEnv final : public DialEnv {
  private:
   PeerTransportOptions opts_;
   LogLimiter limiter_;
-  std::optional<ssl::context> client_tls_;
+  ClientTls client_tls_;
 };
 
 class ClusterInfoFetch : public std::enable_shared_from_this<ClusterInfoFetch> {
