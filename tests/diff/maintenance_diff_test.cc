@@ -17,6 +17,16 @@ using etcdserverpb::StatusResponse;
 
 const std::string kNoSpace = "etcdserver: mvcc: database space exceeded";
 
+// The alarms `m` lists (none, with a failure recorded, when the call fails).
+etcdserverpb::AlarmResponse ListAlarms(Member& m) {
+  etcdserverpb::AlarmRequest get;
+  get.set_action(AlarmRequest::GET);
+  etcdserverpb::AlarmResponse alarms;
+  grpc::Status st = m.client().maintenance->Alarm(Ctx().get(), get, &alarms);
+  EXPECT_TRUE(st.ok()) << m.label() << ": " << st.error_message();
+  return alarms;
+}
+
 class MaintenanceDiffTest : public DiffTest {
  protected:
   Outcome Status(const std::string& what = "status") {
@@ -258,10 +268,7 @@ TEST_F(MaintenanceDiffTest, SpaceQuotaExceededMatchesEtcd) {
     Alarm(AlarmRequest::GET, etcdserverpb::NONE);
   } else {
     for (Member* m : both()) {
-      etcdserverpb::AlarmRequest get;
-      get.set_action(AlarmRequest::GET);
-      etcdserverpb::AlarmResponse alarms;
-      ASSERT_TRUE(m->client().maintenance->Alarm(Ctx().get(), get, &alarms).ok());
+      etcdserverpb::AlarmResponse alarms = ListAlarms(*m);
       ASSERT_GE(alarms.alarms_size(), 1) << m->label();
       EXPECT_EQ(alarms.alarms(0).alarm(), etcdserverpb::NOSPACE) << m->label();
     }
@@ -317,10 +324,7 @@ TEST_F(MaintenanceDiffTest, SpaceQuotaExceededMatchesEtcd) {
     // one yet): the answers to a deactivation are not compared. Disarm every alarm, as
     // etcdctl alarm disarm does.
     for (Member* m : both()) {
-      etcdserverpb::AlarmRequest get;
-      get.set_action(AlarmRequest::GET);
-      etcdserverpb::AlarmResponse alarms;
-      ASSERT_TRUE(m->client().maintenance->Alarm(Ctx().get(), get, &alarms).ok());
+      const etcdserverpb::AlarmResponse alarms = ListAlarms(*m);
       for (const auto& a : alarms.alarms()) {
         etcdserverpb::AlarmRequest off;
         off.set_action(AlarmRequest::DEACTIVATE);
