@@ -129,17 +129,6 @@ Status KeyIndex::StageDeleteSaved(const storage::Engine& engine, storage::Batch&
   return it->status();
 }
 
-bool KeyIndex::SameKeysAs(const KeyIndex& other) const {
-  if (keys_.size() != other.keys_.size()) return false;
-  auto a = keys_.begin();
-  for (auto b = other.keys_.begin(); b != other.keys_.end(); ++a, ++b) {
-    if (a->first != b->first || a->second.create_rev != b->second.create_rev ||
-        a->second.mod_rev != b->second.mod_rev || a->second.version != b->second.version ||
-        a->second.lease != b->second.lease) {
-      return false;
-    }
-  }
-  return true;
-}
+bool KeyIndex::SameKeysAs(const KeyIndex& other) const { return keys_ == other.keys_; }
 
 }  // namespace etcdw::mvcc

@@ -37,6 +37,7 @@ struct KeyMeta {
   int64_t mod_rev = 0;  // the version's revision: where its value is stored
   int64_t version = 0;
   int64_t lease = 0;
+  bool operator==(const KeyMeta&) const = default;
 };
 
 // Changes of one apply batch, by key: the new newest version, or nullopt for a deletion. Looked
