@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "etcdw/common/http.h"
+#include "etcdw/common/thread_name.h"
 #include "http_util.h"
 
 namespace etcdw::common {
@@ -216,7 +217,10 @@ class HttpServer::Impl {
     *bound_port = acceptor_.local_endpoint().port();
     Accept();
     for (int i = 0; i < std::max(1, opts_.threads); ++i) {
-      threads_.emplace_back([this] { io_.run(); });
+      threads_.emplace_back([this] {
+        NameThisThread("http-server");
+        io_.run();
+      });
     }
     return Status::Ok();
   }

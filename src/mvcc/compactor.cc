@@ -3,6 +3,7 @@
 #include <set>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
 #include "etcdw/mvcc/revision.h"
 #include "etcdw/storage/versioned_key.h"
 
@@ -18,7 +19,10 @@ constexpr int kChunkEntries = 1000;
 Compactor::Compactor(KvStore& store) : store_(store) {
   finished_ = store.FinishedCompactRev();
   if (store.ScheduledCompactRev() > finished_) queue_.push_back(store.ScheduledCompactRev());
-  worker_ = std::thread([this] { Run(); });
+  worker_ = std::thread([this] {
+    common::NameThisThread("mvcc-compactor");
+    Run();
+  });
 }
 
 Compactor::~Compactor() {

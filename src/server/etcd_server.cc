@@ -8,6 +8,7 @@
 
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
 #include "etcdw/common/version.h"
 #include "etcdw/mvcc/hash.h"
 #include "etcdw/mvcc/txn.h"
@@ -159,8 +160,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   no.on_conf_change = [self](const raftpb::ConfChange& cc) { self->OnConfChange(cc); };
   no.on_snapshot_installed = [self] { self->OnSnapshotInstalled(); };
   s->node_ = std::make_unique<RaftNode>(*s->engine_, *s->kv_, *s->applier_, s->membership_, no);
-  s->tasks_ = std::make_unique<TaskRunner>(2);
-  s->reads_ = std::make_unique<TaskRunner>(2);
+  s->tasks_ = std::make_unique<TaskRunner>(2, "member-tasks");
+  s->reads_ = std::make_unique<TaskRunner>(2, "member-reads");
   s->next_request_id_ = InitialRequestId(s->local_id_);
 
   auto ac =
@@ -213,7 +214,10 @@ Status EtcdServer::Start() {
     std::lock_guard lock(ticker_mu_);
     ticker_stop_ = false;
   }
-  ticker_ = std::thread([this] { TickerLoop(); });
+  ticker_ = std::thread([this] {
+    common::NameThisThread("member-ticker");
+    TickerLoop();
+  });
   // A member that is its own quorum publishes its name and client URLs before it serves, so
   // that MemberList is complete from the first request (etcd is ready only once published).
   if (node_->CanReadLocally()) {

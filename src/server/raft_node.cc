@@ -12,6 +12,7 @@
 
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
 #include "etcdw/mvcc/snapshot.h"
 #include "etcdw/server/raft_log_storage.h"
 
@@ -184,7 +185,10 @@ Status RaftNode::Start() {
     stopping_ = false;
   }
   running_ = true;
-  loop_ = std::thread([this] { Loop(); });
+  loop_ = std::thread([this] {
+    common::NameThisThread("raft-loop");
+    Loop();
+  });
   return Status::Ok();
 }
 

@@ -1,10 +1,15 @@
 #include "etcdw/server/task_runner.h"
 
+#include <string>
+
+#include "etcdw/common/thread_name.h"
+
 namespace etcdw::server {
 
-TaskRunner::TaskRunner(int threads) {
+TaskRunner::TaskRunner(int threads, std::string_view name) {
   for (int i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] {
+    threads_.emplace_back([this, name = std::string(name)] {
+      common::NameThisThread(name);
       while (true) {
         std::function<void()> task;
         {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
 #include "etcdw/mvcc/history.h"
 
 namespace etcdw::server {
@@ -242,13 +243,19 @@ void WatchHub::Start() {
     std::lock_guard lock(send_mu_);
     if (!sender_.joinable()) {
       send_stop_ = false;
-      sender_ = std::thread([this] { SenderLoop(); });
+      sender_ = std::thread([this] {
+        common::NameThisThread("watch-sender");
+        SenderLoop();
+      });
     }
   }
   std::lock_guard lock(cu_mu_);
   if (catchup_.joinable()) return;
   stop_ = false;
-  catchup_ = std::thread([this] { CatchUpLoop(); });
+  catchup_ = std::thread([this] {
+    common::NameThisThread("watch-catchup");
+    CatchUpLoop();
+  });
 }
 
 void WatchHub::Stop() {

@@ -7,6 +7,7 @@
 
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
 
 namespace etcdw::wrapper {
 
@@ -137,7 +138,10 @@ Result<std::unique_ptr<ReadinessProbe>> ReadinessProbe::Start(const ReadinessOpt
   std::unique_ptr<ReadinessProbe> p(new ReadinessProbe());
   p->impl_ = std::make_unique<Impl>(o, std::move(channel));
   Impl* impl = p->impl_.get();
-  impl->thread_ = std::thread([impl] { impl->Run(); });
+  impl->thread_ = std::thread([impl] {
+    common::NameThisThread("readiness");
+    impl->Run();
+  });
   return p;
 }
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "etcdw/common/etcd_errors.h"
@@ -146,6 +148,22 @@ TEST_F(EtcdServerTest, ConcurrentProposalsAreAllApplied) {
   EXPECT_EQ(server_->kv().Rev(), 201);
   // A result is delivered only after its entry is applied.
   EXPECT_EQ(server_->node().AppliedIndex(), server_->node().CommitIndex());
+}
+
+// Operators and profiles tell the member's threads apart by name (ps -L, top -H, perf).
+TEST_F(EtcdServerTest, TheMembersThreadsAreNamed) {
+  Open();
+  std::set<std::string> names;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(t.path() / "comm");
+    std::string name;
+    std::getline(in, name);
+    names.insert(name);
+  }
+  for (const char* want : {"raft-loop", "member-ticker", "member-tasks", "member-reads",
+                           "mvcc-compactor", "peer-transport"}) {
+    EXPECT_TRUE(names.count(want)) << want;
+  }
 }
 
 TEST_F(EtcdServerTest, ExpiredLeaseRevokesItsKeysByTheInjectedClock) {

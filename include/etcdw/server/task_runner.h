@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -13,7 +14,8 @@ namespace etcdw::server {
 
 class TaskRunner {
  public:
-  explicit TaskRunner(int threads);
+  // `name` names the threads (see common/thread_name.h).
+  TaskRunner(int threads, std::string_view name);
   ~TaskRunner();  // runs the queued tasks, then joins
   void Submit(std::function<void()> task);
 

@@ -40,6 +40,7 @@
 
 #include "etcdw/common/hash.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
 #include "frame.h"
 #include "stream.h"
 
@@ -2069,6 +2070,7 @@ void TransportImpl::Run() {
   }
   for (int i = 0; i < kThreads; ++i) {
     threads_.emplace_back([this] {
+      common::NameThisThread("peer-transport");
       for (;;) {
         try {
           io_.run();

@@ -1,0 +1,16 @@
+// Names for the process's own threads, as `top -H`, `ps -L`, `perf` and /proc/PID/task/*/comm
+// show them, so an operator or a profile can tell the Raft loop from the watch sender.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace etcdw::common {
+
+// Names the calling thread. Linux keeps at most 15 bytes; longer names are cut.
+void NameThisThread(std::string_view name);
+
+// The calling thread's name ("" if it cannot be read).
+std::string ThisThreadName();
+
+}  // namespace etcdw::common

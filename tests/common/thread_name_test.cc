@@ -1,0 +1,47 @@
+#include "etcdw/common/thread_name.h"
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace etcdw::common {
+namespace {
+
+// What ps, top and perf read: /proc/self/task/TID/comm.
+std::string CommOf(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+TEST(ThreadNameTest, NamesTheCallingThreadOnly) {
+  const std::string before = ThisThreadName();
+  std::string inside, comm;
+  std::thread t([&] {
+    NameThisThread("raft-loop");
+    inside = ThisThreadName();
+    comm = CommOf(static_cast<pid_t>(syscall(SYS_gettid)));
+  });
+  t.join();
+  EXPECT_EQ(inside, "raft-loop");
+  EXPECT_EQ(comm, "raft-loop");
+  EXPECT_EQ(ThisThreadName(), before);
+}
+
+TEST(ThreadNameTest, LongNamesAreCutToFifteenBytes) {
+  std::string inside;
+  std::thread t([&] {
+    NameThisThread("a-name-longer-than-the-kernel-keeps");
+    inside = ThisThreadName();
+  });
+  t.join();
+  EXPECT_EQ(inside, "a-name-longer-t");
+}
+
+}  // namespace
+}  // namespace etcdw::common
