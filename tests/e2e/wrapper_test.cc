@@ -18,14 +18,14 @@ namespace {
 using namespace std::chrono_literals;
 
 // One etcd pod: the wrapper process, its fake sidecar, its home and data directories.
-class Pod {
+class WrapperPod {
  public:
-  Pod()
+  WrapperPod()
       : sidecar_port_(FreePort()),
         wrapper_port_(FreePort()),
         client_port_(FreePort()),
         peer_port_(FreePort()) {}
-  ~Pod() { proc_.Kill(); }
+  ~WrapperPod() { proc_.Kill(); }
 
   FakeSidecar& sidecar() { return sidecar_; }
   int sidecar_port() const { return sidecar_port_; }
@@ -92,7 +92,7 @@ class Pod {
 bool FileExists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 TEST(WrapperTest, BootstrapsThroughTheSidecarAndPicksTheValidationModeFromHowItStopped) {
-  Pod pod;
+  WrapperPod pod;
   // First start: the sidecar's first initialisation fails, the second succeeds.
   pod.sidecar().AddOutcome({1, "Failed"});
   pod.sidecar().AddOutcome({1, "Successful"});
@@ -147,7 +147,7 @@ TEST(WrapperTest, BootstrapsThroughTheSidecarAndPicksTheValidationModeFromHowItS
 }
 
 TEST(WrapperTest, StopEndpointExitsWithoutRecordingASignal) {
-  Pod pod;
+  WrapperPod pod;
   pod.sidecar().SetConfig(200, pod.Config());
   ASSERT_TRUE(pod.sidecar().Start(pod.sidecar_port()));
   ASSERT_TRUE(pod.Launch());
@@ -177,7 +177,7 @@ TEST(WrapperTest, StopEndpointExitsWithoutRecordingASignal) {
 }
 
 TEST(WrapperTest, WaitsForASidecarThatIsNotUpYet) {
-  Pod pod;
+  WrapperPod pod;
   pod.sidecar().SetConfig(200, pod.Config());
   ASSERT_TRUE(pod.Launch());
   SleepMs(3000);
@@ -192,7 +192,7 @@ TEST(WrapperTest, WaitsForASidecarThatIsNotUpYet) {
 }
 
 TEST(WrapperTest, SignalsDuringBootstrapAndASecondSignal) {
-  Pod pod;
+  WrapperPod pod;
   // Never up: a SIGTERM while waiting is recorded and ends the process with 0.
   ASSERT_TRUE(pod.Launch());
   SleepMs(500);
@@ -221,7 +221,7 @@ TEST(WrapperTest, HttpsSidecarAndTlsClientPort) {
   ASSERT_TRUE(certs.AddCa("ca") && certs.Issue("server", "ca", {"etcd-main-local"}) &&
               certs.Issue("client", "ca"))
       << certs.log();
-  Pod pod;
+  WrapperPod pod;
   std::string tls = "client-transport-security:\n  cert-file: " + certs.Crt("server") +
                     "\n  key-file: " + certs.Key("server") +
                     "\n  trusted-ca-file: " + certs.Crt("ca") + "\n  client-cert-auth: true\n";
@@ -289,7 +289,7 @@ TEST(WrapperTest, BadFlagsAndCombinationsAreRejected) {
 }
 
 TEST(WrapperTest, UnreachableSidecarAndBadConfigsGiveClearErrors) {
-  Pod pod;
+  WrapperPod pod;
   // Nobody listens: the optional overall timeout ends the wait.
   CmdResult r;
   std::vector<std::string> args = pod.Args({"--bootstrap-timeout=2s"});

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,6 +21,8 @@
 #include <sstream>
 #include <thread>
 
+#include "spawn.h"
+
 extern char** environ;
 
 namespace etcdw::testing {
@@ -30,45 +31,27 @@ Process::~Process() { Kill(); }
 
 bool Process::Start(const std::vector<std::string>& argv, const std::string& log_path,
                     const std::vector<std::string>& extra_env) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   // extra_env: "NAME=value" sets (replacing the inherited value), "NAME" unsets.
   auto name_of = [](const std::string& e) { return e.substr(0, e.find('=')); };
-  std::vector<std::string> env_store;
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.env.emplace();
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     bool overridden = false;
     for (const auto& x : extra_env) overridden |= name_of(x) == name_of(entry);
-    if (!overridden) env_store.push_back(std::move(entry));
+    if (!overridden) spec.env->push_back(std::move(entry));
   }
   for (const auto& e : extra_env) {
-    if (e.find('=') != std::string::npos) env_store.push_back(e);
+    if (e.find('=') != std::string::npos) spec.env->push_back(e);
   }
-  std::vector<char*> env;
-  for (auto& e : env_store) env.push_back(e.data());
-  env.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The child starts with default signal dispositions and an empty mask.
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int rc = posix_spawnp(&pid_, args[0], &fa, &attr, args.data(), env.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  spec.stdout_path = log_path;
+  spec.append = true;
+  std::string error;
+  pid_ = SpawnChild(spec, &error);
   status_.reset();
-  if (rc != 0) pid_ = -1;
-  return rc == 0;
+  if (pid_ < 0) std::ofstream(log_path, std::ios::app) << error << "\n";  // where callers look
+  return pid_ > 0;
 }
 
 bool Process::Running() {
@@ -111,25 +94,13 @@ namespace {
 int Spawn(const std::vector<std::string>& argv, const std::string& in_path,
           const std::string& out_path, const std::string& err_path,
           std::chrono::milliseconds timeout, std::string* spawn_error) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (err_path.empty()) {
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  }
-  pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    *spawn_error = std::string("spawn failed: ") + std::strerror(rc);
-    return -1;
-  }
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.stdin_path = in_path;
+  spec.stdout_path = out_path;
+  spec.stderr_path = err_path;
+  pid_t pid = SpawnChild(spec, spawn_error);
+  if (pid < 0) return -1;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int st = 0;
   while (true) {
