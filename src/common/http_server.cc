@@ -217,10 +217,7 @@ class HttpServer::Impl {
     *bound_port = acceptor_.local_endpoint().port();
     Accept();
     for (int i = 0; i < std::max(1, opts_.threads); ++i) {
-      threads_.emplace_back([this] {
-        NameThisThread("http-server");
-        io_.run();
-      });
+      threads_.push_back(NamedThread("http-server", [this] { io_.run(); }));
     }
     return Status::Ok();
   }

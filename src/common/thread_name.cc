@@ -2,8 +2,6 @@
 
 #include <pthread.h>
 
-#include <algorithm>
-
 namespace etcdw::common {
 
 namespace {
@@ -11,7 +9,7 @@ constexpr size_t kMaxName = 15;  // the kernel's TASK_COMM_LEN, without the term
 }
 
 void NameThisThread(std::string_view name) {
-  std::string cut(name.substr(0, std::min(name.size(), kMaxName)));
+  std::string cut(name.substr(0, kMaxName));
   // Fails only for a name that is too long, which the cut rules out; a name is a courtesy to
   // whoever inspects the process, so there is nothing to report either way.
   (void)pthread_setname_np(pthread_self(), cut.c_str());

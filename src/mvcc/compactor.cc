@@ -19,10 +19,7 @@ constexpr int kChunkEntries = 1000;
 Compactor::Compactor(KvStore& store) : store_(store) {
   finished_ = store.FinishedCompactRev();
   if (store.ScheduledCompactRev() > finished_) queue_.push_back(store.ScheduledCompactRev());
-  worker_ = std::thread([this] {
-    common::NameThisThread("mvcc-compactor");
-    Run();
-  });
+  worker_ = common::NamedThread("mvcc-compactor", [this] { Run(); });
 }
 
 Compactor::~Compactor() {

@@ -214,10 +214,7 @@ Status EtcdServer::Start() {
     std::lock_guard lock(ticker_mu_);
     ticker_stop_ = false;
   }
-  ticker_ = std::thread([this] {
-    common::NameThisThread("member-ticker");
-    TickerLoop();
-  });
+  ticker_ = common::NamedThread("member-ticker", [this] { TickerLoop(); });
   // A member that is its own quorum publishes its name and client URLs before it serves, so
   // that MemberList is complete from the first request (etcd is ready only once published).
   if (node_->CanReadLocally()) {

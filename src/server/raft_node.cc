@@ -185,10 +185,7 @@ Status RaftNode::Start() {
     stopping_ = false;
   }
   running_ = true;
-  loop_ = std::thread([this] {
-    common::NameThisThread("raft-loop");
-    Loop();
-  });
+  loop_ = common::NamedThread("raft-loop", [this] { Loop(); });
   return Status::Ok();
 }
 

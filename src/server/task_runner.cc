@@ -8,8 +8,7 @@ namespace etcdw::server {
 
 TaskRunner::TaskRunner(int threads, std::string_view name) {
   for (int i = 0; i < threads; ++i) {
-    threads_.emplace_back([this, name = std::string(name)] {
-      common::NameThisThread(name);
+    threads_.push_back(common::NamedThread(std::string(name), [this] {
       while (true) {
         std::function<void()> task;
         {
@@ -21,7 +20,7 @@ TaskRunner::TaskRunner(int threads, std::string_view name) {
         }
         task();
       }
-    });
+    }));
   }
 }
 

@@ -243,19 +243,13 @@ void WatchHub::Start() {
     std::lock_guard lock(send_mu_);
     if (!sender_.joinable()) {
       send_stop_ = false;
-      sender_ = std::thread([this] {
-        common::NameThisThread("watch-sender");
-        SenderLoop();
-      });
+      sender_ = common::NamedThread("watch-sender", [this] { SenderLoop(); });
     }
   }
   std::lock_guard lock(cu_mu_);
   if (catchup_.joinable()) return;
   stop_ = false;
-  catchup_ = std::thread([this] {
-    common::NameThisThread("watch-catchup");
-    CatchUpLoop();
-  });
+  catchup_ = common::NamedThread("watch-catchup", [this] { CatchUpLoop(); });
 }
 
 void WatchHub::Stop() {

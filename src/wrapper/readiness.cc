@@ -138,10 +138,7 @@ Result<std::unique_ptr<ReadinessProbe>> ReadinessProbe::Start(const ReadinessOpt
   std::unique_ptr<ReadinessProbe> p(new ReadinessProbe());
   p->impl_ = std::make_unique<Impl>(o, std::move(channel));
   Impl* impl = p->impl_.get();
-  impl->thread_ = std::thread([impl] {
-    common::NameThisThread("readiness");
-    impl->Run();
-  });
+  impl->thread_ = common::NamedThread("readiness", [impl] { impl->Run(); });
   return p;
 }
 

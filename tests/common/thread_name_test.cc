@@ -33,6 +33,13 @@ TEST(ThreadNameTest, NamesTheCallingThreadOnly) {
   EXPECT_EQ(ThisThreadName(), before);
 }
 
+TEST(ThreadNameTest, NamedThreadRunsItsBodyUnderItsName) {
+  std::string inside;
+  std::thread t = NamedThread("watch-sender", [&] { inside = ThisThreadName(); });
+  t.join();
+  EXPECT_EQ(inside, "watch-sender");
+}
+
 TEST(ThreadNameTest, LongNamesAreCutToFifteenBytes) {
   std::string inside;
   std::thread t([&] {

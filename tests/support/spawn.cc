@@ -87,10 +87,11 @@ std::string Resolve(const std::string& program) {
   return "";
 }
 
-// The steps of Child that can fail, as reported to the parent.
-const char* const kSteps[] = {"open stdin", "open stdout", "open stderr", "exec"};
+// The steps of Child that can fail, as reported to the parent (kStepNames in this order).
+enum Step : int { kOpenStdin, kOpenStdout, kOpenStderr, kExec };
+const char* const kStepNames[] = {"open stdin", "open stdout", "open stderr", "exec"};
 
-[[noreturn]] void Fail(int report, int step) {
+[[noreturn]] void Fail(int report, Step step) {
   int msg[2] = {step, errno};
   (void)!::write(report, msg, sizeof msg);
   ::_exit(127);
@@ -112,12 +113,12 @@ bool OpenOnto(const char* path, int flags, int fd) {
                         char* const* envp, const SpawnSpec& spec, int out_flags) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the test process died before the prctl
-  if (!OpenOnto(spec.stdin_path.c_str(), O_RDONLY, 0)) Fail(report, 0);
-  if (!OpenOnto(spec.stdout_path.c_str(), out_flags, 1)) Fail(report, 1);
+  if (!OpenOnto(spec.stdin_path.c_str(), O_RDONLY, 0)) Fail(report, kOpenStdin);
+  if (!OpenOnto(spec.stdout_path.c_str(), out_flags, 1)) Fail(report, kOpenStdout);
   if (spec.stderr_path.empty()) {
-    if (::dup2(1, 2) < 0) Fail(report, 2);
+    if (::dup2(1, 2) < 0) Fail(report, kOpenStderr);
   } else if (!OpenOnto(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 2)) {
-    Fail(report, 2);
+    Fail(report, kOpenStderr);
   }
   // Nothing else of the test process is inherited (a descriptor held open by a server would
   // keep, say, a death test's pipe from reaching end-of-file).
@@ -130,7 +131,7 @@ bool OpenOnto(const char* path, int flags, int fd) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(path, argv, envp);
-  Fail(report, 3);
+  Fail(report, kExec);
 }
 
 }  // namespace
@@ -183,8 +184,8 @@ pid_t SpawnChild(const SpawnSpec& spec, std::string* error) {
   } while (n < 0 && errno == EINTR);
   ::close(report[0]);
   if (n == static_cast<ssize_t>(sizeof msg)) {
-    const int step = msg[0] >= 0 && msg[0] <= 3 ? msg[0] : 3;
-    *error = "spawn " + spec.argv[0] + ": " + kSteps[step] + ": " + std::strerror(msg[1]);
+    const int step = msg[0] >= kOpenStdin && msg[0] <= kExec ? msg[0] : kExec;
+    *error = "spawn " + spec.argv[0] + ": " + kStepNames[step] + ": " + std::strerror(msg[1]);
     ::waitpid(pid, nullptr, 0);  // it exits at once
     return -1;
   }

@@ -4,6 +4,8 @@
 
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 
 namespace etcdw::common {
 
@@ -12,5 +14,14 @@ void NameThisThread(std::string_view name);
 
 // The calling thread's name ("" if it cannot be read).
 std::string ThisThreadName();
+
+// Starts a thread that names itself `name`, then runs `body`.
+template <typename Body>
+std::thread NamedThread(std::string name, Body body) {
+  return std::thread([name = std::move(name), body = std::move(body)]() mutable {
+    NameThisThread(name);
+    body();
+  });
+}
 
 }  // namespace etcdw::common

@@ -2069,8 +2069,7 @@ void TransportImpl::Run() {
     asio::post(l->executor(), [l] { l->Accept(); });
   }
   for (int i = 0; i < kThreads; ++i) {
-    threads_.emplace_back([this] {
-      common::NameThisThread("peer-transport");
+    threads_.push_back(common::NamedThread("peer-transport", [this] {
       for (;;) {
         try {
           io_.run();
@@ -2079,7 +2078,7 @@ void TransportImpl::Run() {
           log::Error("peer transport: a handler threw", {log::F("error", e.what())});
         }
       }
-    });
+    }));
   }
   std::string urls;
   for (const auto& l : listeners_) urls += (urls.empty() ? "" : ",") + l->url().ToString();
