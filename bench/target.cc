@@ -1,5 +1,7 @@
 #include "target.h"
 
+#include <cstdlib>
+
 namespace etcdw::bench {
 
 testing::Settings BenchSettings() { return {{"quota-backend-bytes", std::to_string(8LL << 30)}}; }
@@ -24,6 +26,20 @@ std::vector<pid_t> Target::pids() {
 }
 
 std::shared_ptr<grpc::Channel> Target::NewChannel(int i) { return member(i % size()).NewChannel(); }
+
+std::vector<std::shared_ptr<grpc::Channel>> Target::KvChannels(int count) {
+  const char* native = std::getenv("ETCDW_NATIVE_RPC_PORT");
+  if (!native || kind_ != Member::Kind::kEtcdWrapper || size() != 1) return Channels(count);
+  std::vector<std::shared_ptr<grpc::Channel>> out;
+  for (int i = 0; i < count; ++i) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection per channel
+    out.push_back(grpc::CreateCustomChannel(std::string("127.0.0.1:") + native,
+                                            grpc::InsecureChannelCredentials(), args));
+  }
+  return out;
+}
 
 std::vector<std::shared_ptr<grpc::Channel>> Target::Channels(int count) {
   std::vector<std::shared_ptr<grpc::Channel>> out;

@@ -10,6 +10,9 @@ find_package(nlohmann_json REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS system)
+find_package(PkgConfig REQUIRED)
+# libnghttp2: HTTP/2 framing, HPACK and flow control for the native RPC server (server/rpc).
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
 if(ETCDW_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -21,6 +24,5 @@ endif()
 # less server CPU per write than glibc's malloc). Libraries and tests keep the system allocator, so
 # the sanitizer build, which has no binaries, is unaffected.
 if(ETCDW_INTEGRATION)
-  find_package(PkgConfig REQUIRED)
   pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
 endif()

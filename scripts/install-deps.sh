@@ -13,6 +13,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  # HTTP/2 for the native RPC server (src/server/rpc)
+  libnghttp2-dev
   # the binaries' memory allocator (docs/performance.md)
   libjemalloc-dev
   # test dependencies: the reference etcd and its client, certificates, HTTP probes

@@ -1,5 +1,7 @@
 #include "etcdw/wrapper/embedded_member.h"
 
+#include <cstdlib>
+
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
 
@@ -42,6 +44,18 @@ Result<bool> EmbeddedMember::ServeWhenPublished(const StopRequest& stop,
   auto grpc = server::GrpcServer::Start(*server_);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(grpc).value();
+  // The native RPC server in construction, for the benchmark (native_rpc_server.h).
+  if (const char* port = std::getenv("ETCDW_NATIVE_RPC_PORT")) {
+    server::NativeRpcOptions o;
+    o.port = std::atoi(port);
+    o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    o.max_request_message_bytes = config_.max_request_bytes + 512 * 1024;
+    auto native = server::NativeRpcServer::Start(*server_, o);
+    if (!native.ok()) return native.status();
+    native_ = std::move(native).value();
+    log::Warn("serving the KV service natively on a loopback port (ETCDW_NATIVE_RPC_PORT)",
+              {log::F("port", native_->port())});
+  }
   log::Info("etcd server is now ready to serve client requests",
             {log::F("client-urls", common::JoinUrls(config_.listen_client_urls))});
   return true;
@@ -54,9 +68,11 @@ void EmbeddedMember::Stop(bool graceful) {
   if (graceful) server_->TransferLeadershipForStop(2 * config_.election_timeout);
   // Stop accepting calls and give in-flight ones a moment; then stop the member, which drains
   // accepted proposals before it returns.
+  if (native_) native_->Shutdown(std::chrono::seconds(2));
   if (grpc_) grpc_->Shutdown(std::chrono::seconds(2));
   server_->Stop();
   grpc_.reset();
+  native_.reset();
   server_.reset();
 }
 

@@ -9,6 +9,7 @@
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
 #include "etcdw/server/grpc_server.h"
+#include "etcdw/server/native_rpc_server.h"
 #include "etcdw/wrapper/stop.h"
 
 namespace etcdw::wrapper {
@@ -35,6 +36,7 @@ class EmbeddedMember {
   common::EtcdConfig config_;
   std::unique_ptr<server::EtcdServer> server_;
   std::unique_ptr<server::GrpcServer> grpc_;
+  std::unique_ptr<server::NativeRpcServer> native_;
 };
 
 }  // namespace etcdw::wrapper

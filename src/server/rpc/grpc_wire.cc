@@ -1,0 +1,66 @@
+#include "grpc_wire.h"
+
+namespace etcdw::server::rpc {
+
+std::string FrameMessage(const google::protobuf::MessageLite& m) {
+  const size_t n = m.ByteSizeLong();
+  std::string out(kMessagePrefixBytes + n, '\0');
+  out[1] = static_cast<char>((n >> 24) & 0xff);
+  out[2] = static_cast<char>((n >> 16) & 0xff);
+  out[3] = static_cast<char>((n >> 8) & 0xff);
+  out[4] = static_cast<char>(n & 0xff);
+  m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + kMessagePrefixBytes));
+  return out;
+}
+
+Result<std::string_view> SingleMessage(std::string_view body, size_t max_bytes) {
+  if (body.size() < kMessagePrefixBytes) {
+    return Status(Code::kInternal, "grpc: the request ended inside a message prefix");
+  }
+  const auto* p = reinterpret_cast<const uint8_t*>(body.data());
+  const uint64_t n = (uint64_t{p[1]} << 24) | (uint64_t{p[2]} << 16) | (uint64_t{p[3]} << 8) | p[4];
+  if (p[0] != 0) {
+    // Requests with a grpc-encoding are refused before their body (UnsupportedEncoding).
+    return Status(Code::kInternal, "grpc: compressed flag set with identity or empty encoding");
+  }
+  if (n > max_bytes) {
+    return Status(Code::kResourceExhausted, "grpc: received message larger than max (" +
+                                                std::to_string(n) + " vs. " +
+                                                std::to_string(max_bytes) + ")");
+  }
+  if (body.size() - kMessagePrefixBytes != n) {
+    return Status(Code::kInternal, body.size() - kMessagePrefixBytes < n
+                                       ? "grpc: the request ended inside a message"
+                                       : "grpc: a unary request carried more than one message");
+  }
+  return body.substr(kMessagePrefixBytes);
+}
+
+Status UnsupportedEncoding(std::string_view encoding) {
+  return Status(Code::kUnimplemented, "grpc: Decompressor is not installed for grpc-encoding \"" +
+                                          std::string(encoding) + "\"");
+}
+
+Status ParseRequest(std::string_view payload, google::protobuf::MessageLite* m) {
+  if (m->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return Status::Ok();
+  return Status(Code::kInternal,
+                "grpc: error unmarshalling request: proto: cannot parse invalid wire-format data");
+}
+
+std::string PercentEncode(std::string_view text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c <= 0x7e && c != '%') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  return out;
+}
+
+}  // namespace etcdw::server::rpc

@@ -1,0 +1,455 @@
+#include "etcdw/server/native_rpc_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
+#include "grpc_wire.h"
+#include "h2_connection.h"
+#include "method_table.h"
+
+namespace etcdw::server {
+
+using rpc::H2Connection;
+
+// The loops' parts (named, not anonymous: NativeRpcServer::Impl holds them).
+namespace native {
+
+// An answer on its way back to the event loop.
+struct Answered {
+  uint64_t conn = 0;
+  int32_t stream = 0;
+  Status st;
+  std::string framed;
+};
+
+// Where answers are posted, from any thread. Shared with every pending call, so an answer
+// arriving after the server stopped lands here harmlessly.
+// A loop's inbox, written from any thread: answers, and connections the acceptor hands over.
+// Shared with every pending call, so an answer arriving after the server stopped lands here
+// harmlessly.
+struct Mailbox {
+  struct Contents {
+    std::vector<Answered> answers;
+    std::vector<int> connections;
+  };
+  std::mutex mu;
+  Contents in;  // under mu
+  int efd = -1;
+  std::thread::id loop_thread;
+
+  ~Mailbox() {
+    if (efd >= 0) close(efd);
+  }
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
+  }
+  void Post(Answered a) {
+    bool wake;
+    {
+      std::lock_guard lock(mu);
+      // One wake-up per batch; and the loop looks after every dispatch, so answers given on
+      // its own thread need none.
+      wake =
+          in.answers.empty() && in.connections.empty() && std::this_thread::get_id() != loop_thread;
+      in.answers.push_back(std::move(a));
+    }
+    if (wake) Wake();
+  }
+  void PostConnection(int fd) {
+    {
+      std::lock_guard lock(mu);
+      in.connections.push_back(fd);
+    }
+    Wake();
+  }
+  Contents Take() {
+    Contents out;
+    std::lock_guard lock(mu);
+    std::swap(out, in);
+    return out;
+  }
+};
+
+struct Conn {
+  uint64_t id = 0;
+  int fd = -1;
+  std::unique_ptr<H2Connection> h2;
+  std::string out;  // bytes for the socket; those before out_sent are sent
+  size_t out_sent = 0;
+  bool waiting_out = false;  // registered for EPOLLOUT
+};
+
+}  // namespace native
+
+namespace {
+
+using native::Answered;
+using native::Conn;
+using native::Mailbox;
+
+constexpr uint64_t kListenerTag = 0;
+constexpr uint64_t kMailboxTag = ~uint64_t{0};
+
+Status Errno(const std::string& what) {
+  return Status(Code::kUnavailable, what + ": " + std::strerror(errno));
+}
+
+// "/etcdserverpb.KV/Put" -> grpc-go's answer for a path no method has.
+Status UnknownMethod(const std::string& path) {
+  const size_t slash = path.find('/', 1);
+  if (path.empty() || path[0] != '/' || slash == std::string::npos) {
+    return Status(Code::kUnimplemented, "malformed method name: \"" + path + "\"");
+  }
+  const std::string service = path.substr(1, slash - 1);
+  if (service != "etcdserverpb.KV")
+    return Status(Code::kUnimplemented, "unknown service " + service);
+  return Status(Code::kUnimplemented,
+                "unknown method " + path.substr(slash + 1) + " for service " + service);
+}
+
+}  // namespace
+
+namespace native {
+
+// One event-loop thread: its connections, read, dispatched and answered on it.
+struct EventLoop {
+  NativeRpcServer::Impl& server;
+  int epfd = -1;
+  std::shared_ptr<Mailbox> mail = std::make_shared<Mailbox>();
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  uint64_t next_id = 1;
+  size_t in_flight = 0;      // dispatched, not yet answered
+  std::vector<Conn*> dirty;  // connections with bytes to send
+  bool draining = false;
+  std::thread thread;
+
+  explicit EventLoop(NativeRpcServer::Impl& s) : server(s) {}
+  ~EventLoop() {
+    if (epfd >= 0) close(epfd);
+  }
+
+  Status Init();
+  void Run();
+  void Adopt(int fd);
+  void OnReadable(Conn& c);
+  void OnRequest(Conn& c, H2Connection::Request& req);
+  void DeliverMail();
+  void Flush(Conn& c);
+  void Close(uint64_t id);
+  void StartDrain();
+  void MarkDirty(Conn& c) {
+    if (std::find(dirty.begin(), dirty.end(), &c) == dirty.end()) dirty.push_back(&c);
+  }
+  void FlushDirty() {
+    std::vector<uint64_t> ids;
+    for (Conn* c : dirty) ids.push_back(c->id);
+    dirty.clear();
+    for (uint64_t id : ids) {
+      auto it = conns.find(id);
+      if (it != conns.end()) Flush(*it->second);
+    }
+  }
+};
+
+}  // namespace native
+
+using native::EventLoop;
+
+struct NativeRpcServer::Impl {
+  EtcdServer& server;
+  NativeRpcOptions opts;
+  rpc::MethodTable methods;
+  int lfd = -1;  // accepted on loops[0]
+  int port = 0;
+  std::vector<std::unique_ptr<EventLoop>> loops;
+  size_t next_loop = 0;  // loops[0]'s thread only
+
+  std::mutex stop_mu;
+  bool stop_requested = false;                           // under stop_mu
+  std::chrono::steady_clock::time_point drain_deadline;  // under stop_mu
+
+  Impl(EtcdServer& s, const NativeRpcOptions& o) : server(s), opts(o) {}
+  ~Impl() {
+    if (lfd >= 0) close(lfd);
+  }
+  Status Listen();
+  void Accept();
+  bool StopRequested(std::chrono::steady_clock::time_point* deadline) {
+    std::lock_guard lock(stop_mu);
+    *deadline = drain_deadline;
+    return stop_requested;
+  }
+};
+
+Status NativeRpcServer::Impl::Listen() {
+  lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (lfd < 0) return Errno("native rpc: socket");
+  const int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(opts.port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Errno("native rpc: bind 127.0.0.1:" + std::to_string(opts.port));
+  }
+  if (listen(lfd, 1024) != 0) return Errno("native rpc: listen");
+  socklen_t len = sizeof addr;
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len);
+  port = ntohs(addr.sin_port);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerTag;
+  epoll_ctl(loops[0]->epfd, EPOLL_CTL_ADD, lfd, &ev);
+  return Status::Ok();
+}
+
+// Connections are spread over the loops round-robin; a loop adopts the ones handed to it.
+void NativeRpcServer::Impl::Accept() {
+  while (lfd >= 0) {
+    int fd = accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or a failed accept (the listener stays)
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    EventLoop& to = *loops[next_loop++ % loops.size()];
+    if (&to == loops[0].get()) {
+      to.Adopt(fd);
+    } else {
+      to.mail->PostConnection(fd);
+    }
+  }
+}
+
+Status EventLoop::Init() {
+  epfd = epoll_create1(EPOLL_CLOEXEC);
+  mail->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epfd < 0 || mail->efd < 0) return Errno("native rpc: epoll/eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kMailboxTag;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, mail->efd, &ev);
+  return Status::Ok();
+}
+
+void EventLoop::Adopt(int fd) {
+  if (draining) {
+    close(fd);
+    return;
+  }
+  auto c = std::make_unique<Conn>();
+  c->id = next_id++;
+  c->fd = fd;
+  Conn* raw = c.get();
+  c->h2 = std::make_unique<H2Connection>(
+      rpc::kMessagePrefixBytes + server.opts.max_request_message_bytes,
+      [this, raw](H2Connection::Request& req) { OnRequest(*raw, req); });
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = c->id;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+  conns.emplace(c->id, std::move(c));
+  MarkDirty(*raw);  // the server's SETTINGS
+}
+
+void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
+  auto answer_now = [&](const Status& st) {
+    c.h2->Respond(req.stream, st, {});
+    MarkDirty(c);
+  };
+  if (req.content_type.rfind("application/grpc", 0) != 0) {
+    return answer_now(
+        Status(Code::kInternal, "invalid gRPC request content-type \"" + req.content_type + "\""));
+  }
+  if (!req.encoding.empty() && req.encoding != "identity") {
+    return answer_now(rpc::UnsupportedEncoding(req.encoding));
+  }
+  const rpc::MethodTable::Unary* method = server.methods.Find(req.path);
+  if (!method) return answer_now(UnknownMethod(req.path));
+  auto payload = rpc::SingleMessage(req.body, server.opts.max_request_message_bytes);
+  if (!payload.ok()) return answer_now(payload.status());
+  if (req.body_over_limit) {  // a small first message, and more after it
+    return answer_now(
+        Status(Code::kInternal, "grpc: a unary request carried more than one message"));
+  }
+  ++in_flight;
+  (*method)(*payload,
+            [mail = mail, conn = c.id, stream = req.stream](const Status& st, std::string framed) {
+              mail->Post({conn, stream, st, std::move(framed)});
+            });
+}
+
+void EventLoop::DeliverMail() {
+  Mailbox::Contents got = mail->Take();
+  for (int fd : got.connections) Adopt(fd);
+  for (Answered& a : got.answers) {
+    --in_flight;
+    auto it = conns.find(a.conn);
+    if (it == conns.end()) continue;  // the client went away
+    it->second->h2->Respond(a.stream, a.st, std::move(a.framed));
+    MarkDirty(*it->second);
+  }
+}
+
+void EventLoop::OnReadable(Conn& c) {
+  char buf[64 * 1024];
+  const uint64_t id = c.id;
+  while (true) {
+    ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+    if (n == 0) return Close(id);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) break;
+      return Close(id);
+    }
+    if (Status st = c.h2->Feed(buf, static_cast<size_t>(n)); !st.ok()) {
+      log::Debug("native rpc: closing a connection", {log::F("reason", st.message())});
+      Flush(c);  // nghttp2's GOAWAY, best effort
+      return Close(id);
+    }
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+  MarkDirty(c);
+}
+
+// Bytes taken from a session per send: everything a round of answers produces fits, and a
+// connection whose client reads slowly holds at most this much beyond its flow-control windows.
+constexpr size_t kSendChunk = 256 << 10;
+
+void EventLoop::Flush(Conn& c) {
+  while (true) {
+    if (c.out_sent == c.out.size()) {
+      c.out.clear();
+      c.out_sent = 0;
+      if (Status st = c.h2->Drain(c.out, kSendChunk); !st.ok()) return Close(c.id);
+      if (c.out.empty()) break;
+    }
+    ssize_t n = send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN) break;
+      if (errno == EINTR) continue;
+      return Close(c.id);
+    }
+    c.out_sent += static_cast<size_t>(n);
+  }
+  const bool want_out = c.out_sent < c.out.size();
+  if (!want_out && c.h2->Finished()) return Close(c.id);
+  if (want_out != c.waiting_out) {
+    c.waiting_out = want_out;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
+    ev.data.u64 = c.id;
+    epoll_ctl(epfd, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+}
+
+void EventLoop::Close(uint64_t id) {
+  auto it = conns.find(id);
+  if (it == conns.end()) return;
+  epoll_ctl(epfd, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  close(it->second->fd);
+  dirty.erase(std::remove(dirty.begin(), dirty.end(), it->second.get()), dirty.end());
+  conns.erase(it);
+}
+
+void EventLoop::StartDrain() {
+  draining = true;
+  if (this == server.loops[0].get() && server.lfd >= 0) {
+    epoll_ctl(epfd, EPOLL_CTL_DEL, server.lfd, nullptr);
+    close(server.lfd);
+    server.lfd = -1;
+  }
+  for (auto& [id, c] : conns) {
+    c->h2->GoAway();
+    MarkDirty(*c);
+  }
+  FlushDirty();
+}
+
+void EventLoop::Run() {
+  mail->loop_thread = std::this_thread::get_id();
+  epoll_event events[128];
+  while (true) {
+    std::chrono::steady_clock::time_point deadline;
+    if (server.StopRequested(&deadline)) {
+      if (!draining) StartDrain();
+      if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) break;
+    }
+    int n = epoll_wait(epfd, events, 128, draining ? 10 : -1);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kListenerTag) {
+        server.Accept();
+      } else if (tag == kMailboxTag) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = read(mail->efd, &count, sizeof count);
+      } else if (auto it = conns.find(tag); it != conns.end()) {
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+          OnReadable(*it->second);
+        } else if (events[i].events & EPOLLOUT) {
+          MarkDirty(*it->second);
+        }
+      }
+    }
+    DeliverMail();
+    FlushDirty();
+  }
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : conns) ids.push_back(id);
+  for (uint64_t id : ids) Close(id);
+  for (int fd : mail->Take().connections) close(fd);
+}
+
+Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& server,
+                                                                const NativeRpcOptions& opts) {
+  std::unique_ptr<NativeRpcServer> s(new NativeRpcServer());
+  s->impl_ = std::make_unique<Impl>(server, opts);
+  Impl& impl = *s->impl_;
+  rpc::AddKvMethods(impl.methods, server);
+  const int threads = opts.threads > 0 ? opts.threads : 1;
+  for (int i = 0; i < threads; ++i) {
+    impl.loops.push_back(std::make_unique<EventLoop>(impl));
+    ETCDW_RETURN_IF_ERROR(impl.loops.back()->Init());
+  }
+  ETCDW_RETURN_IF_ERROR(impl.Listen());
+  for (auto& loop : impl.loops) {
+    EventLoop* l = loop.get();
+    l->thread = common::NamedThread("rpc-loop", [l] { l->Run(); });
+  }
+  return s;
+}
+
+void NativeRpcServer::Shutdown(std::chrono::milliseconds grace) {
+  if (!impl_) return;
+  {
+    std::lock_guard lock(impl_->stop_mu);
+    if (impl_->stop_requested) return;
+    impl_->stop_requested = true;
+    impl_->drain_deadline = std::chrono::steady_clock::now() + grace;
+  }
+  for (auto& loop : impl_->loops) loop->mail->Wake();
+  for (auto& loop : impl_->loops) {
+    if (loop->thread.joinable()) loop->thread.join();
+  }
+}
+
+NativeRpcServer::~NativeRpcServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+int NativeRpcServer::port() const { return impl_->port; }
+
+}  // namespace etcdw::server

@@ -1,0 +1,384 @@
+// The native RPC server (our HTTP/2 server on nghttp2) against the gRPC library's own client:
+// the KV calls answer as they do through the gRPC library's server, errors carry etcd's and
+// grpc-go's codes and texts, and bad input, big answers, many calls and departing clients
+// leave it serving.
+#include "etcdw/server/native_rpc_server.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "etcdw/server/grpc_server.h"
+#include "server/rpc/grpc_wire.h"
+
+namespace etcdw::server {
+namespace {
+
+using etcdserverpb::CompactionRequest;
+using etcdserverpb::CompactionResponse;
+using etcdserverpb::Compare;
+using etcdserverpb::DeleteRangeRequest;
+using etcdserverpb::DeleteRangeResponse;
+using etcdserverpb::KV;
+using etcdserverpb::Lease;
+using etcdserverpb::LeaseGrantRequest;
+using etcdserverpb::LeaseGrantResponse;
+using etcdserverpb::PutRequest;
+using etcdserverpb::PutResponse;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::RangeResponse;
+using etcdserverpb::TxnRequest;
+using etcdserverpb::TxnResponse;
+
+class NativeRpcServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/etcdw-native-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ +
+                                       "\nlisten-peer-urls: http://127.0.0.1:0\n" +
+                                       "listen-client-urls: http://127.0.0.1:0\n",
+                                   "test");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
+    auto s = EtcdServer::Open(*cfg);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+    ASSERT_TRUE(server_->Start().ok());
+    for (int i = 0; i < 500 && !server_->Published(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(server_->Published());
+  }
+  void TearDown() override {
+    native_.reset();
+    grpc_.reset();
+    if (server_) server_->Stop();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartNative(NativeRpcOptions o = {}) {
+    o.threads = o.threads > 0 ? o.threads : 2;
+    auto n = NativeRpcServer::Start(*server_, o);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    native_ = std::move(n).value();
+    channel_ = NewChannel(native_->port());
+    kv_ = KV::NewStub(channel_);
+  }
+
+  static std::shared_ptr<grpc::Channel> NewChannel(int port) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials(), args);
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return ctx;
+  }
+
+  grpc::Status Put(KV::Stub& kv, const std::string& k, const std::string& v,
+                   PutResponse* out = nullptr) {
+    PutRequest req;
+    req.set_key(k);
+    req.set_value(v);
+    PutResponse resp;
+    grpc::Status st = kv.Put(Ctx().get(), req, &resp);
+    if (out) *out = resp;
+    return st;
+  }
+
+  // A call by path with raw request bytes (GenericStub): the status it ends with.
+  grpc::Status RawCall(const std::string& path, const std::string& payload) {
+    grpc::GenericStub stub(channel_);
+    auto ctx = Ctx();
+    grpc::Slice slice(payload);
+    grpc::ByteBuffer req(&slice, 1), resp;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status result;
+    stub.UnaryCall(ctx.get(), path, grpc::StubOptions(), &req, &resp, [&](grpc::Status st) {
+      std::lock_guard lock(mu);
+      result = st;
+      done = true;
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return result;
+  }
+
+  std::string dir_;
+  std::unique_ptr<EtcdServer> server_;
+  std::unique_ptr<NativeRpcServer> native_;
+  std::unique_ptr<GrpcServer> grpc_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<KV::Stub> kv_;
+};
+
+TEST_F(NativeRpcServerTest, AnswersKvCallsAsTheGrpcLibrarysServerDoes) {
+  StartNative();
+  auto g = GrpcServer::Start(*server_);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  grpc_ = std::move(g).value();
+  auto via_grpc = KV::NewStub(NewChannel(grpc_->ports().at(0)));
+
+  PutResponse put;
+  ASSERT_TRUE(Put(*kv_, "a", "1", &put).ok());
+  EXPECT_EQ(put.header().revision(), 2);
+  EXPECT_NE(put.header().member_id(), 0u);
+  ASSERT_TRUE(Put(*via_grpc, "b", "2").ok());
+
+  RangeRequest range;
+  range.set_key("a");
+  range.set_range_end("c");
+  RangeResponse native_range, grpc_range;
+  ASSERT_TRUE(kv_->Range(Ctx().get(), range, &native_range).ok());
+  ASSERT_TRUE(via_grpc->Range(Ctx().get(), range, &grpc_range).ok());
+  EXPECT_EQ(native_range.SerializeAsString(), grpc_range.SerializeAsString());
+  ASSERT_EQ(native_range.kvs_size(), 2);
+  EXPECT_EQ(native_range.kvs(1).value(), "2");
+
+  TxnRequest txn;
+  auto* cmp = txn.add_compare();
+  cmp->set_key("a");
+  cmp->set_target(Compare::VALUE);
+  cmp->set_result(Compare::EQUAL);
+  cmp->set_value("1");
+  txn.add_success()->mutable_request_put()->set_key("c");
+  txn.add_failure()->mutable_request_range()->set_key("a");
+  TxnResponse txn_resp;
+  ASSERT_TRUE(kv_->Txn(Ctx().get(), txn, &txn_resp).ok());
+  EXPECT_TRUE(txn_resp.succeeded());
+  EXPECT_EQ(txn_resp.header().revision(), 4);
+
+  DeleteRangeRequest del;
+  del.set_key("b");
+  DeleteRangeResponse del_resp;
+  ASSERT_TRUE(kv_->DeleteRange(Ctx().get(), del, &del_resp).ok());
+  EXPECT_EQ(del_resp.deleted(), 1);
+
+  CompactionRequest compact;
+  compact.set_revision(3);
+  compact.set_physical(true);
+  CompactionResponse compact_resp;
+  ASSERT_TRUE(kv_->Compact(Ctx().get(), compact, &compact_resp).ok());
+  EXPECT_EQ(compact_resp.header().revision(), 5);
+}
+
+TEST_F(NativeRpcServerTest, ErrorsCarryEtcdsCodesAndTexts) {
+  StartNative();
+  ASSERT_TRUE(Put(*kv_, "a", "1").ok());
+  RangeRequest future;
+  future.set_key("a");
+  future.set_revision(100);
+  RangeResponse resp;
+  grpc::Status st = kv_->Range(Ctx().get(), future, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(st.error_message(), "etcdserver: mvcc: required revision is a future revision");
+
+  st = Put(*kv_, "", "v");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "etcdserver: key is not provided");
+}
+
+TEST_F(NativeRpcServerTest, UnknownMethodsAndServicesAreUnimplemented) {
+  StartNative();
+  auto lease = Lease::NewStub(channel_);
+  LeaseGrantRequest grant;
+  grant.set_ttl(10);
+  LeaseGrantResponse granted;
+  grpc::Status st = lease->LeaseGrant(Ctx().get(), grant, &granted);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Lease");
+
+  st = RawCall("/etcdserverpb.KV/Nope", "");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(st.error_message(), "unknown method Nope for service etcdserverpb.KV");
+  EXPECT_TRUE(Put(*kv_, "still", "serving").ok());
+}
+
+TEST_F(NativeRpcServerTest, MalformedAndOversizedRequestsAreRefusedAndTheConnectionServesOn) {
+  NativeRpcOptions o;
+  o.max_request_message_bytes = 1024;
+  StartNative(o);
+  grpc::Status st = RawCall("/etcdserverpb.KV/Put", std::string("\xff\xff\xff", 3));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(st.error_message(),
+            "grpc: error unmarshalling request: proto: cannot parse invalid wire-format data");
+
+  PutRequest big;
+  big.set_key("k");
+  big.set_value(std::string(4000, 'x'));
+  st = Put(*kv_, "k", std::string(4000, 'x'));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(st.error_message(), "grpc: received message larger than max (" +
+                                    std::to_string(big.ByteSizeLong()) + " vs. 1024)");
+  EXPECT_TRUE(Put(*kv_, "k", std::string(900, 'x')).ok()) << "same connection, still serving";
+}
+
+TEST_F(NativeRpcServerTest, ManyConcurrentCallsOnOneConnectionAllComplete) {
+  StartNative();
+  constexpr int kCalls = 400;
+  struct Call {
+    grpc::ClientContext ctx;
+    PutRequest req;
+    PutResponse resp;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, failed = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    auto c = std::make_unique<Call>();
+    c->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    c->req.set_key("k" + std::to_string(i));
+    c->req.set_value(std::string(100, 'v'));
+    kv_->async()->Put(&c->ctx, &c->req, &c->resp, [&](grpc::Status st) {
+      std::lock_guard lock(mu);
+      if (!st.ok()) ++failed;
+      ++done;
+      cv.notify_all();
+    });
+    calls.push_back(std::move(c));
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == kCalls; }));
+  }
+  EXPECT_EQ(failed, 0);
+  std::set<int64_t> revisions;
+  for (auto& c : calls) revisions.insert(c->resp.header().revision());
+  EXPECT_EQ(revisions.size(), static_cast<size_t>(kCalls)) << "each put its own revision";
+}
+
+TEST_F(NativeRpcServerTest, AnswersLargerThanTheFlowControlWindowsArriveWhole) {
+  StartNative();
+  // 48 values of 128 KiB: a 6 MiB answer, beyond the client's stream and connection windows.
+  for (int i = 0; i < 48; ++i) {
+    char key[8];
+    std::snprintf(key, sizeof key, "v%02d", i);
+    ASSERT_TRUE(Put(*kv_, key, std::string(128 << 10, static_cast<char>('a' + i % 26))).ok());
+  }
+  RangeRequest all;
+  all.set_key("v");
+  all.set_range_end("w");
+  RangeResponse resp;
+  ASSERT_TRUE(kv_->Range(Ctx().get(), all, &resp).ok());
+  ASSERT_EQ(resp.kvs_size(), 48);
+  for (int i = 0; i < 48; ++i) {
+    EXPECT_EQ(resp.kvs(i).value(), std::string(128 << 10, static_cast<char>('a' + i % 26)));
+  }
+}
+
+// Bytes that are not HTTP/2 close that connection only.
+TEST_F(NativeRpcServerTest, AClientSpeakingSomethingElseIsDisconnectedAndOthersServed) {
+  StartNative();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(native_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
+  }
+  EXPECT_EQ(n, 0) << "the server closes the connection (not a timeout)";
+  close(fd);
+  EXPECT_TRUE(Put(*kv_, "k", "v").ok());
+}
+
+TEST_F(NativeRpcServerTest, AClientLeavingWithCallsInFlightLeavesTheServerServing) {
+  StartNative();
+  {
+    auto ch = NewChannel(native_->port());
+    auto kv = KV::NewStub(ch);
+    std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
+    std::vector<PutRequest> reqs(50);
+    std::vector<PutResponse> resps(50);
+    std::atomic<int> done{0};
+    for (int i = 0; i < 50; ++i) {
+      ctxs.push_back(Ctx());
+      reqs[i].set_key("gone" + std::to_string(i));
+      kv->async()->Put(ctxs.back().get(), &reqs[i], &resps[i], [&](grpc::Status) { ++done; });
+    }
+    for (auto& c : ctxs) c->TryCancel();
+    for (int i = 0; i < 500 && done < 50; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(done.load(), 50);
+  }
+  EXPECT_TRUE(Put(*kv_, "k", "v").ok());
+}
+
+TEST_F(NativeRpcServerTest, ShutdownStopsAcceptingCalls) {
+  StartNative();
+  ASSERT_TRUE(Put(*kv_, "k", "v").ok());
+  native_->Shutdown(std::chrono::seconds(1));
+  auto ctx = Ctx();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  PutRequest req;
+  req.set_key("k");
+  PutResponse resp;
+  grpc::Status st = kv_->Put(ctx.get(), req, &resp);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+              st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+      << st.error_code() << " " << st.error_message();
+}
+
+TEST(GrpcWireTest, FramesAndUnframesOneMessage) {
+  PutRequest req;
+  req.set_key("key");
+  req.set_value("value");
+  std::string framed = rpc::FrameMessage(req);
+  ASSERT_EQ(framed.size(), rpc::kMessagePrefixBytes + req.ByteSizeLong());
+  EXPECT_EQ(framed[0], 0) << "not compressed";
+  EXPECT_EQ(static_cast<uint8_t>(framed[4]), req.ByteSizeLong());
+  auto payload = rpc::SingleMessage(framed, 1024);
+  ASSERT_TRUE(payload.ok());
+  PutRequest back;
+  ASSERT_TRUE(rpc::ParseRequest(*payload, &back).ok());
+  EXPECT_EQ(back.value(), "value");
+
+  EXPECT_EQ(rpc::SingleMessage(framed.substr(0, 3), 1024).status().code(), Code::kInternal);
+  EXPECT_EQ(rpc::SingleMessage(framed.substr(0, framed.size() - 1), 1024).status().message(),
+            "grpc: the request ended inside a message");
+  EXPECT_EQ(rpc::SingleMessage(framed + framed, 1024).status().message(),
+            "grpc: a unary request carried more than one message");
+  std::string compressed = framed;
+  compressed[0] = 1;
+  EXPECT_EQ(rpc::SingleMessage(compressed, 1024).status().message(),
+            "grpc: compressed flag set with identity or empty encoding");
+  EXPECT_EQ(rpc::SingleMessage(framed, 4).status().code(), Code::kResourceExhausted);
+}
+
+TEST(GrpcWireTest, PercentEncodesWhatHeadersCannotCarry) {
+  EXPECT_EQ(rpc::PercentEncode("etcdserver: ok"), "etcdserver: ok");
+  EXPECT_EQ(rpc::PercentEncode("50%\n\xc3\xa9"), "50%25%0A%C3%A9");
+}
+
+}  // namespace
+}  // namespace etcdw::server
