@@ -6,7 +6,12 @@ namespace etcdw::bench {
 
 testing::Settings BenchSettings() { return {{"quota-backend-bytes", std::to_string(8LL << 30)}}; }
 
-Target::Target(Member::Kind kind, int members) : kind_(kind), cluster_(members, kind) {}
+Target::Target(Member::Kind kind, int members) : kind_(kind), cluster_(members, kind) {
+  // The native RPC server's port is one loopback port: only a lone member may take it.
+  if (members > 1) {
+    for (int i = 0; i < members; ++i) cluster_.member(i).set_extra_env({"ETCDW_NATIVE_RPC_PORT"});
+  }
+}
 
 const char* Target::label() const { return kind_ == Member::Kind::kEtcd ? "etcd" : "ours"; }
 
