@@ -32,7 +32,7 @@ std::vector<pid_t> Target::pids() {
 
 std::shared_ptr<grpc::Channel> Target::NewChannel(int i) { return member(i % size()).NewChannel(); }
 
-std::vector<std::shared_ptr<grpc::Channel>> Target::KvChannels(int count) {
+std::vector<std::shared_ptr<grpc::Channel>> Target::NativeChannels(int count) {
   const char* native = std::getenv("ETCDW_NATIVE_RPC_PORT");
   if (!native || kind_ != Member::Kind::kEtcdWrapper || size() != 1) return Channels(count);
   std::vector<std::shared_ptr<grpc::Channel>> out;

@@ -201,13 +201,12 @@ TEST_F(NativeRpcServerTest, ErrorsCarryEtcdsCodesAndTexts) {
 
 TEST_F(NativeRpcServerTest, UnknownMethodsAndServicesAreUnimplemented) {
   StartNative();
-  auto lease = Lease::NewStub(channel_);
-  LeaseGrantRequest grant;
-  grant.set_ttl(10);
-  LeaseGrantResponse granted;
-  grpc::Status st = lease->LeaseGrant(Ctx().get(), grant, &granted);
+  auto cluster = etcdserverpb::Cluster::NewStub(channel_);
+  etcdserverpb::MemberListRequest list;
+  etcdserverpb::MemberListResponse members;
+  grpc::Status st = cluster->MemberList(Ctx().get(), list, &members);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Lease");
+  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Cluster");
 
   st = RawCall("/etcdserverpb.KV/Nope", "");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
@@ -347,6 +346,70 @@ TEST_F(NativeRpcServerTest, ShutdownStopsAcceptingCalls) {
   EXPECT_TRUE(st.error_code() == grpc::StatusCode::UNAVAILABLE ||
               st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
       << st.error_code() << " " << st.error_message();
+}
+
+TEST_F(NativeRpcServerTest, LeasesAreGrantedKeptAliveAndRevoked) {
+  StartNative();
+  auto lease = Lease::NewStub(channel_);
+  LeaseGrantRequest grant;
+  grant.set_ttl(60);
+  LeaseGrantResponse granted;
+  ASSERT_TRUE(lease->LeaseGrant(Ctx().get(), grant, &granted).ok());
+  EXPECT_EQ(granted.ttl(), 60);
+  EXPECT_NE(granted.id(), 0);
+
+  // Two keepalives on one stream, the second for an unknown lease (TTL 0, as etcd), then the
+  // client's half-close ends the stream with OK.
+  auto ctx = Ctx();
+  auto stream = lease->LeaseKeepAlive(ctx.get());
+  etcdserverpb::LeaseKeepAliveRequest ka;
+  etcdserverpb::LeaseKeepAliveResponse kept;
+  ka.set_id(granted.id());
+  ASSERT_TRUE(stream->Write(ka));
+  ASSERT_TRUE(stream->Read(&kept));
+  EXPECT_EQ(kept.id(), granted.id());
+  EXPECT_GT(kept.ttl(), 0);
+  EXPECT_NE(kept.header().revision(), 0);
+  ka.set_id(granted.id() + 1000);
+  ASSERT_TRUE(stream->Write(ka));
+  ASSERT_TRUE(stream->Read(&kept));
+  EXPECT_EQ(kept.ttl(), 0);
+  ASSERT_TRUE(stream->WritesDone());
+  EXPECT_FALSE(stream->Read(&kept));
+  grpc::Status st = stream->Finish();
+  EXPECT_TRUE(st.ok()) << st.error_message();
+
+  etcdserverpb::LeaseTimeToLiveRequest ttl_req;
+  ttl_req.set_id(granted.id());
+  etcdserverpb::LeaseTimeToLiveResponse ttl;
+  ASSERT_TRUE(lease->LeaseTimeToLive(Ctx().get(), ttl_req, &ttl).ok());
+  EXPECT_EQ(ttl.grantedttl(), 60);
+  etcdserverpb::LeaseLeasesResponse leases;
+  ASSERT_TRUE(lease->LeaseLeases(Ctx().get(), etcdserverpb::LeaseLeasesRequest(), &leases).ok());
+  ASSERT_EQ(leases.leases_size(), 1);
+
+  etcdserverpb::LeaseRevokeRequest revoke;
+  revoke.set_id(granted.id());
+  etcdserverpb::LeaseRevokeResponse revoked;
+  ASSERT_TRUE(lease->LeaseRevoke(Ctx().get(), revoke, &revoked).ok());
+  st = lease->LeaseRevoke(Ctx().get(), revoke, &revoked);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(st.error_message(), "etcdserver: requested lease not found");
+}
+
+TEST_F(NativeRpcServerTest, AKeepAliveStreamCancelledByItsClientLeavesTheServerServing) {
+  StartNative();
+  auto lease = Lease::NewStub(channel_);
+  for (int i = 0; i < 20; ++i) {
+    grpc::ClientContext ctx;
+    auto stream = lease->LeaseKeepAlive(&ctx);
+    etcdserverpb::LeaseKeepAliveRequest ka;
+    ka.set_id(12345);
+    ASSERT_TRUE(stream->Write(ka));
+    ctx.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(Put(*kv_, "k", "v").ok());
 }
 
 TEST(GrpcWireTest, FramesAndUnframesOneMessage) {

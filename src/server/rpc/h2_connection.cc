@@ -30,6 +30,25 @@ bool Is(const uint8_t* p, size_t n, std::string_view s) {
   return n == s.size() && std::memcmp(p, s.data(), n) == 0;
 }
 
+const std::string k200 = "200";
+const std::string kGrpc = "application/grpc";
+
+// Submits grpc-status (and grpc-message) as trailers, or as the whole answer when `headers`.
+int SubmitStatus(nghttp2_session* s, int32_t stream, const Status& st, bool headers) {
+  const std::string code = std::to_string(static_cast<int>(st.code()));
+  const std::string message = PercentEncode(st.message());
+  nghttp2_nv nv[4];
+  size_t n = 0;
+  if (headers) {
+    nv[n++] = Header(":status", k200);
+    nv[n++] = Header("content-type", kGrpc);
+  }
+  nv[n++] = Header("grpc-status", code);
+  if (!message.empty()) nv[n++] = Header("grpc-message", message);
+  return headers ? nghttp2_submit_response(s, stream, nv, n, nullptr)
+                 : nghttp2_submit_trailer(s, stream, nv, n);
+}
+
 }  // namespace
 
 // nghttp2's callbacks, with the connection as user data.
@@ -56,6 +75,8 @@ struct H2Callbacks {
       r.content_type.assign(v, valuelen);
     } else if (Is(name, namelen, "grpc-encoding")) {
       r.encoding.assign(v, valuelen);
+    } else if (Is(name, namelen, "hasleader")) {
+      r.has_leader = Is(value, valuelen, "true");
     }
     return 0;
   }
@@ -64,8 +85,10 @@ struct H2Callbacks {
                     void* user) {
     H2Connection& c = Conn(user);
     auto it = c.streams_.find(stream);
-    if (it == c.streams_.end()) return 0;
-    H2Connection::Request& r = it->second.req;
+    if (it == c.streams_.end() || it->second.finish) return 0;
+    H2Connection::Stream& st = it->second;
+    if (st.streaming) return StreamData(c, stream, st, data, len);
+    H2Connection::Request& r = st.req;
     if (r.body_over_limit || r.body.size() + len > c.body_limit_) {
       // Not kept beyond the message prefix, whose length the RESOURCE_EXHAUSTED answer names.
       if (!r.body_over_limit) {
@@ -80,49 +103,118 @@ struct H2Callbacks {
     return 0;
   }
 
+  // A stream's bytes: each whole message goes to the handler; a message over the limit or
+  // flagged compressed ends the stream with grpc-go's error.
+  static int StreamData(H2Connection& c, int32_t stream, H2Connection::Stream& st,
+                        const uint8_t* data, size_t len) {
+    st.inbound.append(reinterpret_cast<const char*>(data), len);
+    size_t at = 0;
+    while (!st.finish && st.inbound.size() - at >= kMessagePrefixBytes) {
+      const auto* p = reinterpret_cast<const uint8_t*>(st.inbound.data() + at);
+      const size_t n =
+          (size_t{p[1]} << 24) | (size_t{p[2]} << 16) | (size_t{p[3]} << 8) | size_t{p[4]};
+      const size_t max = c.body_limit_ - kMessagePrefixBytes;
+      if (n > max || p[0] != 0) {
+        auto refused = SingleMessage(std::string_view(st.inbound.data() + at, kMessagePrefixBytes),
+                                     max);  // the same error a unary request gets
+        c.Finish(stream, refused.status());
+        st.inbound.clear();
+        return 0;
+      }
+      if (st.inbound.size() - at - kMessagePrefixBytes < n) break;
+      c.handler_.on_message(stream,
+                            std::string_view(st.inbound.data() + at + kMessagePrefixBytes, n));
+      at += kMessagePrefixBytes + n;
+    }
+    st.inbound.erase(0, std::min(at, st.inbound.size()));
+    return 0;
+  }
+
   static int OnFrame(nghttp2_session*, const nghttp2_frame* f, void* user) {
     if (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) return 0;
-    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
     H2Connection& c = Conn(user);
     auto it = c.streams_.find(f->hd.stream_id);
-    if (it != c.streams_.end()) c.on_request_(it->second.req);
+    if (it == c.streams_.end()) return 0;
+    H2Connection::Stream& st = it->second;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST &&
+        c.handler_.is_stream(st.req.path)) {
+      st.streaming = true;
+      c.handler_.on_stream_open(st.req);
+    }
+    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+    if (st.streaming) {
+      if (!st.finish) c.handler_.on_half_close(f->hd.stream_id);
+    } else {
+      c.handler_.on_request(st.req);
+    }
+    return 0;
+  }
+
+  // A stream we ended while the client still sends on it is reset once our end is out, as
+  // gRPC servers do, so the client stops sending.
+  static int OnFrameSent(nghttp2_session* s, const nghttp2_frame* f, void*) {
+    if (f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+      const int state = nghttp2_session_get_stream_remote_close(s, f->hd.stream_id);
+      if (state == 0)
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    }
     return 0;
   }
 
   static int OnClose(nghttp2_session*, int32_t stream, uint32_t, void* user) {
-    Conn(user).streams_.erase(stream);
+    H2Connection& c = Conn(user);
+    auto it = c.streams_.find(stream);
+    if (it == c.streams_.end()) return 0;
+    const bool streaming = it->second.streaming;
+    c.streams_.erase(it);
+    if (streaming) c.handler_.on_stream_gone(stream);
     return 0;
   }
 
-  static ssize_t ReadResponse(nghttp2_session* s, int32_t stream, uint8_t* buf, size_t len,
-                              uint32_t* flags, nghttp2_data_source*, void* user) {
+  // The answer's DATA: the queued messages, then the trailers once the end is known; deferred
+  // while the queue is empty.
+  static ssize_t ReadAnswer(nghttp2_session* s, int32_t stream, uint8_t* buf, size_t len,
+                            uint32_t* flags, nghttp2_data_source*, void* user) {
     H2Connection& c = Conn(user);
     auto it = c.streams_.find(stream);
     if (it == c.streams_.end()) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     H2Connection::Stream& st = it->second;
-    const size_t n = std::min(len, st.response.size() - st.sent);
-    std::memcpy(buf, st.response.data() + st.sent, n);
-    st.sent += n;
-    if (st.sent == st.response.size()) {
-      *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      static const std::string kOk = "0";
-      nghttp2_nv trailer = Header("grpc-status", kOk);
-      if (nghttp2_submit_trailer(s, stream, &trailer, 1) != 0) {
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    size_t n = 0;
+    while (n < len && !st.outbound.empty()) {
+      const std::string& front = st.outbound.front();
+      const size_t take = std::min(len - n, front.size() - st.sent);
+      std::memcpy(buf + n, front.data() + st.sent, take);
+      n += take;
+      st.sent += take;
+      if (st.sent == front.size()) {
+        st.outbound.pop_front();
+        st.sent = 0;
+      }
+    }
+    if (st.outbound.empty()) {
+      if (st.finish) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        if (SubmitStatus(s, stream, *st.finish, false) != 0) {
+          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+      } else if (n == 0) {
+        st.deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
       }
     }
     return static_cast<ssize_t>(n);
   }
 };
 
-H2Connection::H2Connection(size_t body_limit, OnRequest on_request)
-    : body_limit_(body_limit), on_request_(std::move(on_request)) {
+H2Connection::H2Connection(size_t body_limit, Handler handler)
+    : body_limit_(body_limit), handler_(std::move(handler)) {
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_session_callbacks_new(&cbs);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, H2Callbacks::OnBeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback(cbs, H2Callbacks::OnHeader);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, H2Callbacks::OnData);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, H2Callbacks::OnFrame);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, H2Callbacks::OnFrameSent);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, H2Callbacks::OnClose);
   nghttp2_session_server_new(&session_, cbs, this);
   nghttp2_session_callbacks_del(cbs);
@@ -135,40 +227,69 @@ H2Connection::~H2Connection() { nghttp2_session_del(session_); }
 
 Status H2Connection::Feed(const char* data, size_t n) {
   ssize_t r = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), n);
-  if (r < 0)
+  if (r < 0) {
     return Status(Code::kInvalidArgument,
                   std::string("http2: ") + nghttp2_strerror(static_cast<int>(r)));
+  }
   return Status::Ok();
 }
 
-void H2Connection::Respond(int32_t stream, const Status& st, std::string framed) {
+void H2Connection::SubmitHeaders(int32_t stream, Stream& st) {
+  nghttp2_nv headers[] = {Header(":status", k200), Header("content-type", kGrpc)};
+  nghttp2_data_provider body;
+  body.source.ptr = nullptr;
+  body.read_callback = H2Callbacks::ReadAnswer;
+  nghttp2_submit_response(session_, stream, headers, 2, &body);
+  st.headers_submitted = true;
+}
+
+void H2Connection::ResumeIfDeferred(int32_t stream, Stream& st) {
+  if (!st.deferred) return;
+  st.deferred = false;
+  nghttp2_session_resume_data(session_, stream);
+}
+
+void H2Connection::Send(int32_t stream, std::string framed) {
   auto it = streams_.find(stream);
-  if (it == streams_.end()) return;
-  static const std::string k200 = "200", kGrpc = "application/grpc";
-  if (st.ok()) {
-    it->second.response = std::move(framed);
-    nghttp2_nv headers[] = {Header(":status", k200), Header("content-type", kGrpc)};
-    nghttp2_data_provider body;
-    body.source.ptr = nullptr;
-    body.read_callback = H2Callbacks::ReadResponse;
-    nghttp2_submit_response(session_, stream, headers, 2, &body);
+  if (it == streams_.end() || it->second.finish) return;
+  Stream& st = it->second;
+  st.outbound.push_back(std::move(framed));
+  if (!st.headers_submitted) {
+    SubmitHeaders(stream, st);
   } else {
-    const std::string code = std::to_string(static_cast<int>(st.code()));
-    const std::string message = PercentEncode(st.message());
-    nghttp2_nv headers[] = {Header(":status", k200), Header("content-type", kGrpc),
-                            Header("grpc-status", code), Header("grpc-message", message)};
-    nghttp2_submit_response(session_, stream, headers, st.message().empty() ? 3 : 4, nullptr);
+    ResumeIfDeferred(stream, st);
   }
+}
+
+void H2Connection::Finish(int32_t stream, const Status& st_) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second.finish) return;
+  Stream& st = it->second;
+  st.finish = st_;
+  if (!st.headers_submitted) {
+    // Nothing was sent: the status is the whole answer ("Trailers-Only").
+    SubmitStatus(session_, stream, st_, true);
+    st.headers_submitted = true;
+  } else {
+    ResumeIfDeferred(stream, st);
+  }
+}
+
+void H2Connection::Respond(int32_t stream, const Status& st, std::string framed) {
+  if (!st.ok()) return Finish(stream, st);
+  Send(stream, std::move(framed));
+  Finish(stream, st);
 }
 
 Status H2Connection::Drain(std::string& out, size_t limit) {
   while (out.size() < limit) {
     const uint8_t* data = nullptr;
     ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0)
+    if (n < 0) {
       return Status(Code::kInternal,
                     std::string("http2: ") + nghttp2_strerror(static_cast<int>(n)));
-    if (n == 0) return Status::Ok();
+    }
+    if (n == 0) break;
     out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
   return Status::Ok();

@@ -1,12 +1,15 @@
 // One client connection's HTTP/2 session (libnghttp2), free of I/O: the caller feeds it the
-// bytes read from the socket and writes what Drain returns. Requests are handed over once the
-// client has sent all of them; answers are given per stream and may come in any order.
+// bytes read from the socket and writes what Drain returns. A unary request is handed over
+// whole once the client has sent all of it; a stream's request messages are handed over one
+// by one as they arrive. Answers are given per stream, in any order across streams.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
-#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "etcdw/common/status.h"
@@ -22,14 +25,26 @@ class H2Connection {
     std::string path;          // ":path": /package.Service/Method
     std::string content_type;  // application/grpc[+proto]
     std::string encoding;      // grpc-encoding, empty when absent
-    std::string body;          // the DATA frames, at most body_limit bytes
+    bool has_leader = false;   // metadata "hasleader: true" (etcd's WithRequireLeader)
+    std::string body;          // unary: the DATA frames, at most body_limit bytes
     bool body_over_limit = false;
   };
-  // Called once per request, when its END_STREAM arrives, on the thread calling Feed.
-  using OnRequest = std::function<void(Request&)>;
+  struct Handler {
+    // Whether `path` names a streaming method (its messages are delivered one by one).
+    std::function<bool(const std::string& path)> is_stream;
+    // A unary request, complete (its END_STREAM arrived).
+    std::function<void(Request&)> on_request;
+    // A stream's headers arrived (body empty); then its messages, then maybe its half-close.
+    std::function<void(Request&)> on_stream_open;
+    std::function<void(int32_t stream, std::string_view payload)> on_message;
+    std::function<void(int32_t stream)> on_half_close;
+    // A stream opened with on_stream_open is gone: finished, reset by the client, or its
+    // message broke the rules (answered with the error already). Called once per stream.
+    std::function<void(int32_t stream)> on_stream_gone;
+  };
 
-  // Bodies beyond `body_limit` bytes are not kept (body_over_limit is set instead).
-  H2Connection(size_t body_limit, OnRequest on_request);
+  // Bodies and stream messages beyond `body_limit` bytes are not kept.
+  H2Connection(size_t body_limit, Handler handler);
   ~H2Connection();
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -37,10 +52,13 @@ class H2Connection {
   // Bytes from the client. An error is a protocol violation: the caller drains the GOAWAY
   // nghttp2 queued and closes the connection.
   Status Feed(const char* data, size_t n);
-  // Answers stream `stream`: with `framed` (one length-prefixed message) and grpc-status 0
-  // when `st` is OK; otherwise with a trailers-only response carrying the error. Ignored when
+  // Answers a unary request: with `framed` (one length-prefixed message) and grpc-status 0
+  // when `st` is OK, otherwise with a trailers-only response carrying the error. Ignored when
   // the stream is gone (the client cancelled it or went away).
   void Respond(int32_t stream, const Status& st, std::string framed);
+  // A stream's answer messages, then its end (grpc-status from `st`). Ignored when gone.
+  void Send(int32_t stream, std::string framed);
+  void Finish(int32_t stream, const Status& st);
   // Appends the bytes the session has to send, stopping once `out` holds `limit` bytes or more.
   Status Drain(std::string& out, size_t limit);
   // Starts a graceful close: GOAWAY naming the last stream accepted; streams in flight finish.
@@ -52,14 +70,22 @@ class H2Connection {
  private:
   struct Stream {
     Request req;
-    std::string response;  // the framed message being sent
-    size_t sent = 0;
+    bool streaming = false;
+    std::string inbound;               // a stream's bytes not yet forming a whole message
+    std::deque<std::string> outbound;  // framed messages not yet sent
+    size_t sent = 0;                   // of outbound.front()
+    bool headers_submitted = false;
+    bool deferred = false;  // the data source ran dry; resume when more is queued
+    std::optional<Status> finish;
   };
   friend struct H2Callbacks;
 
+  void SubmitHeaders(int32_t stream, Stream& st);
+  void ResumeIfDeferred(int32_t stream, Stream& st);
+
   nghttp2_session* session_ = nullptr;
   size_t body_limit_;
-  OnRequest on_request_;
+  Handler handler_;
   std::unordered_map<int32_t, Stream> streams_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
 #include "grpc_wire.h"
+#include "h2_connection.h"
 
 namespace etcdw::server::rpc {
 
@@ -18,9 +20,50 @@ namespace etcdw::server::rpc {
 // Called exactly once, from any thread.
 using Answer = std::function<void(const Status& st, std::string framed)>;
 
+// How an open stream answers, from any thread: messages, then one end. Both are ignored once
+// the stream is gone or ended.
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  virtual void Send(std::string framed) = 0;
+  virtual void Finish(const Status& st) = 0;
+};
+
+// One open stream of a streaming method. Owned by its connection's event loop and called only
+// there; work it hands to other threads reaches the client through its StreamSink.
+class StreamCall {
+ public:
+  virtual ~StreamCall() = default;
+  virtual void OnMessage(std::string_view payload) = 0;
+  // The client sent its last message.
+  virtual void OnHalfClose() = 0;
+  // The stream is gone (ended, cancelled, or its connection closed): nothing follows.
+  virtual void OnGone() {}
+};
+
 class MethodTable {
  public:
   using Unary = std::function<void(std::string_view payload, Answer answer)>;
+  // Opens a stream (headers received); may end it at once through the sink.
+  using OpenStream = std::function<std::unique_ptr<StreamCall>(const H2Connection::Request& req,
+                                                               std::shared_ptr<StreamSink> sink)>;
+
+  void AddStream(std::string path, OpenStream open) { streams_[std::move(path)] = std::move(open); }
+  const OpenStream* FindStream(const std::string& path) const {
+    auto it = streams_.find(path);
+    return it == streams_.end() ? nullptr : &it->second;
+  }
+  // Whether any method of `service` ("etcdserverpb.KV") is served.
+  bool HasService(const std::string& service) const {
+    const std::string prefix = "/" + service + "/";
+    auto has = [&](const auto& m) {
+      for (const auto& [path, fn] : m) {
+        if (path.rfind(prefix, 0) == 0) return true;
+      }
+      return false;
+    };
+    return has(unary_) || has(streams_);
+  }
 
   // Adds a unary method served by `call` (etcd's Reply convention). The response's header is
   // filled from `server` (member, revision, term) when the call succeeds, as etcd does.
@@ -47,9 +90,17 @@ class MethodTable {
 
  private:
   std::unordered_map<std::string, Unary> unary_;
+  std::unordered_map<std::string, OpenStream> streams_;
 };
 
 // etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (kv_methods.cc).
 void AddKvMethods(MethodTable& table, EtcdServer& server);
+// etcdserverpb.Lease: LeaseGrant, LeaseRevoke, LeaseKeepAlive, LeaseTimeToLive, LeaseLeases
+// (lease_methods.cc).
+void AddLeaseMethods(MethodTable& table, EtcdServer& server);
+
+// Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
+// learner; or when the client asked for a leader ("hasleader: true") and none is known.
+std::optional<Status> RefuseStream(EtcdServer& server, const H2Connection::Request& req);
 
 }  // namespace etcdw::server::rpc

@@ -30,8 +30,10 @@ using rpc::H2Connection;
 // The loops' parts (named, not anonymous: NativeRpcServer::Impl holds them).
 namespace native {
 
-// An answer on its way back to the event loop.
+// An answer on its way back to the event loop: a unary call's, or a stream's message or end.
 struct Answered {
+  enum Kind { kUnary, kStreamMessage, kStreamEnd };
+  Kind kind = kUnary;
   uint64_t conn = 0;
   int32_t stream = 0;
   Status st;
@@ -87,9 +89,29 @@ struct Mailbox {
   }
 };
 
+// A stream's answers, posted to its loop's mailbox.
+class MailboxSink final : public rpc::StreamSink {
+ public:
+  MailboxSink(std::shared_ptr<Mailbox> mail, uint64_t conn, int32_t stream)
+      : mail_(std::move(mail)), conn_(conn), stream_(stream) {}
+  void Send(std::string framed) override {
+    mail_->Post({Answered::kStreamMessage, conn_, stream_, Status::Ok(), std::move(framed)});
+  }
+  void Finish(const Status& st) override {
+    mail_->Post({Answered::kStreamEnd, conn_, stream_, st, {}});
+  }
+
+ private:
+  std::shared_ptr<Mailbox> mail_;
+  uint64_t conn_;
+  int32_t stream_;
+};
+
 struct Conn {
   uint64_t id = 0;
   int fd = -1;
+  // Open streams' calls; told OnGone before the connection goes.
+  std::unordered_map<int32_t, std::unique_ptr<rpc::StreamCall>> calls;
   std::unique_ptr<H2Connection> h2;
   std::string out;  // bytes for the socket; those before out_sent are sent
   size_t out_sent = 0;
@@ -111,15 +133,16 @@ Status Errno(const std::string& what) {
   return Status(Code::kUnavailable, what + ": " + std::strerror(errno));
 }
 
-// "/etcdserverpb.KV/Put" -> grpc-go's answer for a path no method has.
-Status UnknownMethod(const std::string& path) {
+// grpc-go's answer for a path ("/etcdserverpb.KV/Put") no method has.
+Status UnknownMethod(const rpc::MethodTable& methods, const std::string& path) {
   const size_t slash = path.find('/', 1);
   if (path.empty() || path[0] != '/' || slash == std::string::npos) {
     return Status(Code::kUnimplemented, "malformed method name: \"" + path + "\"");
   }
   const std::string service = path.substr(1, slash - 1);
-  if (service != "etcdserverpb.KV")
+  if (!methods.HasService(service)) {
     return Status(Code::kUnimplemented, "unknown service " + service);
+  }
   return Status(Code::kUnimplemented,
                 "unknown method " + path.substr(slash + 1) + " for service " + service);
 }
@@ -150,6 +173,9 @@ struct EventLoop {
   void Adopt(int fd);
   void OnReadable(Conn& c);
   void OnRequest(Conn& c, H2Connection::Request& req);
+  void OnStreamOpen(Conn& c, H2Connection::Request& req);
+  // Checks every request's headers; an error is the answer.
+  static Status CheckHeaders(const H2Connection::Request& req);
   void DeliverMail();
   void Flush(Conn& c);
   void Close(uint64_t id);
@@ -257,9 +283,27 @@ void EventLoop::Adopt(int fd) {
   c->id = next_id++;
   c->fd = fd;
   Conn* raw = c.get();
+  H2Connection::Handler h;
+  h.is_stream = [this](const std::string& path) {
+    return server.methods.FindStream(path) != nullptr;
+  };
+  h.on_request = [this, raw](H2Connection::Request& req) { OnRequest(*raw, req); };
+  h.on_stream_open = [this, raw](H2Connection::Request& req) { OnStreamOpen(*raw, req); };
+  h.on_message = [raw](int32_t stream, std::string_view payload) {
+    if (auto it = raw->calls.find(stream); it != raw->calls.end()) it->second->OnMessage(payload);
+  };
+  h.on_half_close = [raw](int32_t stream) {
+    if (auto it = raw->calls.find(stream); it != raw->calls.end()) it->second->OnHalfClose();
+  };
+  h.on_stream_gone = [raw](int32_t stream) {
+    auto it = raw->calls.find(stream);
+    if (it == raw->calls.end()) return;
+    std::unique_ptr<rpc::StreamCall> call = std::move(it->second);
+    raw->calls.erase(it);
+    call->OnGone();
+  };
   c->h2 = std::make_unique<H2Connection>(
-      rpc::kMessagePrefixBytes + server.opts.max_request_message_bytes,
-      [this, raw](H2Connection::Request& req) { OnRequest(*raw, req); });
+      rpc::kMessagePrefixBytes + server.opts.max_request_message_bytes, std::move(h));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = c->id;
@@ -273,15 +317,9 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
     c.h2->Respond(req.stream, st, {});
     MarkDirty(c);
   };
-  if (req.content_type.rfind("application/grpc", 0) != 0) {
-    return answer_now(
-        Status(Code::kInternal, "invalid gRPC request content-type \"" + req.content_type + "\""));
-  }
-  if (!req.encoding.empty() && req.encoding != "identity") {
-    return answer_now(rpc::UnsupportedEncoding(req.encoding));
-  }
+  if (Status st = CheckHeaders(req); !st.ok()) return answer_now(st);
   const rpc::MethodTable::Unary* method = server.methods.Find(req.path);
-  if (!method) return answer_now(UnknownMethod(req.path));
+  if (!method) return answer_now(UnknownMethod(server.methods, req.path));
   auto payload = rpc::SingleMessage(req.body, server.opts.max_request_message_bytes);
   if (!payload.ok()) return answer_now(payload.status());
   if (req.body_over_limit) {  // a small first message, and more after it
@@ -291,18 +329,48 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
   ++in_flight;
   (*method)(*payload,
             [mail = mail, conn = c.id, stream = req.stream](const Status& st, std::string framed) {
-              mail->Post({conn, stream, st, std::move(framed)});
+              mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
             });
+}
+
+Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
+  if (req.content_type.rfind("application/grpc", 0) != 0) {
+    return Status(Code::kInternal,
+                  "invalid gRPC request content-type \"" + req.content_type + "\"");
+  }
+  if (!req.encoding.empty() && req.encoding != "identity") {
+    return rpc::UnsupportedEncoding(req.encoding);
+  }
+  return Status::Ok();
+}
+
+void EventLoop::OnStreamOpen(Conn& c, H2Connection::Request& req) {
+  MarkDirty(c);
+  if (Status st = CheckHeaders(req); !st.ok()) return c.h2->Finish(req.stream, st);
+  const rpc::MethodTable::OpenStream* open = server.methods.FindStream(req.path);
+  auto sink = std::make_shared<MailboxSink>(mail, c.id, req.stream);
+  if (auto call = (*open)(req, sink)) c.calls[req.stream] = std::move(call);
 }
 
 void EventLoop::DeliverMail() {
   Mailbox::Contents got = mail->Take();
   for (int fd : got.connections) Adopt(fd);
   for (Answered& a : got.answers) {
-    --in_flight;
+    if (a.kind == Answered::kUnary) --in_flight;
     auto it = conns.find(a.conn);
     if (it == conns.end()) continue;  // the client went away
-    it->second->h2->Respond(a.stream, a.st, std::move(a.framed));
+    H2Connection& h2 = *it->second->h2;
+    switch (a.kind) {
+      case Answered::kUnary:
+        h2.Respond(a.stream, a.st, std::move(a.framed));
+        break;
+      case Answered::kStreamMessage:
+        h2.Send(a.stream, std::move(a.framed));
+        break;
+      case Answered::kStreamEnd:
+        h2.Finish(a.stream, a.st);
+        break;
+    }
     MarkDirty(*it->second);
   }
 }
@@ -361,6 +429,7 @@ void EventLoop::Flush(Conn& c) {
 void EventLoop::Close(uint64_t id) {
   auto it = conns.find(id);
   if (it == conns.end()) return;
+  for (auto& [stream, call] : it->second->calls) call->OnGone();
   epoll_ctl(epfd, EPOLL_CTL_DEL, it->second->fd, nullptr);
   close(it->second->fd);
   dirty.erase(std::remove(dirty.begin(), dirty.end(), it->second.get()), dirty.end());
@@ -421,6 +490,7 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& serv
   s->impl_ = std::make_unique<Impl>(server, opts);
   Impl& impl = *s->impl_;
   rpc::AddKvMethods(impl.methods, server);
+  rpc::AddLeaseMethods(impl.methods, server);
   const int threads = opts.threads > 0 ? opts.threads : 1;
   for (int i = 0; i < threads; ++i) {
     impl.loops.push_back(std::make_unique<EventLoop>(impl));
