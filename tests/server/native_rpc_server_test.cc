@@ -183,6 +183,30 @@ TEST_F(NativeRpcServerTest, AnswersKvCallsAsTheGrpcLibrarysServerDoes) {
   EXPECT_EQ(compact_resp.header().revision(), 5);
 }
 
+TEST_F(NativeRpcServerTest, ClusterCallsAnswerAsTheGrpcLibrarysServerDoes) {
+  StartNative();
+  auto g = GrpcServer::Start(*server_);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  grpc_ = std::move(g).value();
+  auto native = etcdserverpb::Cluster::NewStub(channel_);
+  auto via_grpc = etcdserverpb::Cluster::NewStub(NewChannel(grpc_->ports().at(0)));
+  etcdserverpb::MemberListRequest list;
+  etcdserverpb::MemberListResponse a, b;
+  ASSERT_TRUE(native->MemberList(Ctx().get(), list, &a).ok());
+  ASSERT_TRUE(via_grpc->MemberList(Ctx().get(), list, &b).ok());
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+  ASSERT_EQ(a.members_size(), 1);
+  EXPECT_EQ(a.header().revision(), 0) << "Cluster headers carry no revision, as etcd's";
+  EXPECT_NE(a.header().cluster_id(), 0u);
+
+  etcdserverpb::MemberRemoveRequest remove;
+  remove.set_id(12345);
+  etcdserverpb::MemberRemoveResponse removed;
+  grpc::Status st = native->MemberRemove(Ctx().get(), remove, &removed);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(st.error_message(), "etcdserver: member not found");
+}
+
 TEST_F(NativeRpcServerTest, ErrorsCarryEtcdsCodesAndTexts) {
   StartNative();
   ASSERT_TRUE(Put(*kv_, "a", "1").ok());
@@ -201,12 +225,12 @@ TEST_F(NativeRpcServerTest, ErrorsCarryEtcdsCodesAndTexts) {
 
 TEST_F(NativeRpcServerTest, UnknownMethodsAndServicesAreUnimplemented) {
   StartNative();
-  auto cluster = etcdserverpb::Cluster::NewStub(channel_);
-  etcdserverpb::MemberListRequest list;
-  etcdserverpb::MemberListResponse members;
-  grpc::Status st = cluster->MemberList(Ctx().get(), list, &members);
+  auto maintenance = etcdserverpb::Maintenance::NewStub(channel_);
+  etcdserverpb::StatusRequest status;
+  etcdserverpb::StatusResponse answer;
+  grpc::Status st = maintenance->Status(Ctx().get(), status, &answer);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Cluster");
+  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Maintenance");
 
   st = RawCall("/etcdserverpb.KV/Nope", "");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);

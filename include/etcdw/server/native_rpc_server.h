@@ -3,8 +3,8 @@
 // IN CONSTRUCTION (docs/design.md, "The native RPC server"): gRPC's library costs more CPU per
 // call than everything else a put does, and hands each call between threads; this server reads,
 // dispatches and answers on event-loop threads and writes each connection's answers with one
-// send. So far it serves the KV and Lease services, plaintext, on a loopback port; the member
-// starts it only when ETCDW_NATIVE_RPC_PORT is set (the benchmark's switch), beside the gRPC
+// send. So far it serves the KV, Lease and Cluster services, plaintext, on a loopback port; the
+// member starts it only when ETCDW_NATIVE_RPC_PORT is set (the benchmark's switch), beside the gRPC
 // library's server, which still serves listen-client-urls.
 #pragma once
 

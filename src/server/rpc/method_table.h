@@ -67,16 +67,24 @@ class MethodTable {
 
   // Adds a unary method served by `call` (etcd's Reply convention). The response's header is
   // filled from `server` (member, revision, term) when the call succeeds, as etcd does.
+  // What a successful answer's header carries: member, revision and term (most calls), or
+  // no revision (the Cluster service, as etcd's).
+  enum class Header { kFull, kCluster };
+
   template <typename Req, typename Resp>
   void AddUnary(EtcdServer& server, std::string path,
-                std::function<void(const Req&, Reply<Resp>)> call) {
-    unary_[std::move(path)] = [&server, call](std::string_view payload, Answer answer) {
+                std::function<void(const Req&, Reply<Resp>)> call, Header header = Header::kFull) {
+    unary_[std::move(path)] = [&server, call, header](std::string_view payload, Answer answer) {
       // The request lives until its answer: some calls (ranges) read it after they return.
       auto req = std::make_shared<Req>();
       if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
-      call(*req, [&server, req, answer = std::move(answer)](Result<Resp> r) {
+      call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
         if (!r.ok()) return answer(r.status(), {});
-        server.FillHeader(r->mutable_header());
+        if (header == Header::kFull) {
+          server.FillHeader(r->mutable_header());
+        } else {
+          server.FillClusterHeader(r->mutable_header());
+        }
         answer(Status::Ok(), FrameMessage(*r));
       });
     };
@@ -95,6 +103,9 @@ class MethodTable {
 
 // etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (kv_methods.cc).
 void AddKvMethods(MethodTable& table, EtcdServer& server);
+// etcdserverpb.Cluster: MemberAdd, MemberRemove, MemberUpdate, MemberList, MemberPromote
+// (cluster_methods.cc).
+void AddClusterMethods(MethodTable& table, EtcdServer& server);
 // etcdserverpb.Lease: LeaseGrant, LeaseRevoke, LeaseKeepAlive, LeaseTimeToLive, LeaseLeases
 // (lease_methods.cc).
 void AddLeaseMethods(MethodTable& table, EtcdServer& server);

@@ -491,6 +491,7 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& serv
   Impl& impl = *s->impl_;
   rpc::AddKvMethods(impl.methods, server);
   rpc::AddLeaseMethods(impl.methods, server);
+  rpc::AddClusterMethods(impl.methods, server);
   const int threads = opts.threads > 0 ? opts.threads : 1;
   for (int i = 0; i < threads; ++i) {
     impl.loops.push_back(std::make_unique<EventLoop>(impl));
