@@ -216,7 +216,13 @@ H2Connection::H2Connection(size_t body_limit, Handler handler)
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, H2Callbacks::OnFrame);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, H2Callbacks::OnFrameSent);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, H2Callbacks::OnClose);
-  nghttp2_session_server_new(&session_, cbs, this);
+  // Closed streams are not kept for the priority tree: nghttp2 keeps up to
+  // MAX_CONCURRENT_STREAMS of them, unlimited here, so every finished call grew the session.
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  nghttp2_option_set_no_closed_streams(option, 1);
+  nghttp2_session_server_new2(&session_, cbs, this, option);
+  nghttp2_option_del(option);
   nghttp2_session_callbacks_del(cbs);
   nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow}};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
@@ -299,6 +305,10 @@ void H2Connection::GoAway() {
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
                         nullptr, 0);
+}
+
+bool H2Connection::KnowsStream(int32_t stream) const {
+  return nghttp2_session_find_stream(session_, stream) != nullptr;
 }
 
 bool H2Connection::Finished() const {

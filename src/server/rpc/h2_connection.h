@@ -66,6 +66,8 @@ class H2Connection {
   // True when neither side will send anything more: the socket can be closed.
   bool Finished() const;
   size_t open_streams() const { return streams_.size(); }
+  // Whether the HTTP/2 session still holds stream `stream` (open, or closed and retained).
+  bool KnowsStream(int32_t stream) const;
 
  private:
   struct Stream {
