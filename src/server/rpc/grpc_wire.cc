@@ -13,12 +13,9 @@ std::string FrameMessage(const google::protobuf::MessageLite& m) {
   return out;
 }
 
-Result<std::string_view> SingleMessage(std::string_view body, size_t max_bytes) {
-  if (body.size() < kMessagePrefixBytes) {
-    return Status(Code::kInternal, "grpc: the request ended inside a message prefix");
-  }
-  const auto* p = reinterpret_cast<const uint8_t*>(body.data());
-  const uint64_t n = (uint64_t{p[1]} << 24) | (uint64_t{p[2]} << 16) | (uint64_t{p[3]} << 8) | p[4];
+Status CheckPrefix(std::string_view prefix, size_t max_bytes, size_t* length) {
+  const auto* p = reinterpret_cast<const uint8_t*>(prefix.data());
+  const size_t n = (size_t{p[1]} << 24) | (size_t{p[2]} << 16) | (size_t{p[3]} << 8) | size_t{p[4]};
   if (p[0] != 0) {
     // Requests with a grpc-encoding are refused before their body (UnsupportedEncoding).
     return Status(Code::kInternal, "grpc: compressed flag set with identity or empty encoding");
@@ -28,6 +25,16 @@ Result<std::string_view> SingleMessage(std::string_view body, size_t max_bytes) 
                                                 std::to_string(n) + " vs. " +
                                                 std::to_string(max_bytes) + ")");
   }
+  *length = n;
+  return Status::Ok();
+}
+
+Result<std::string_view> SingleMessage(std::string_view body, size_t max_bytes) {
+  if (body.size() < kMessagePrefixBytes) {
+    return Status(Code::kInternal, "grpc: the request ended inside a message prefix");
+  }
+  size_t n = 0;
+  ETCDW_RETURN_IF_ERROR(CheckPrefix(body, max_bytes, &n));
   if (body.size() - kMessagePrefixBytes != n) {
     return Status(Code::kInternal, body.size() - kMessagePrefixBytes < n
                                        ? "grpc: the request ended inside a message"

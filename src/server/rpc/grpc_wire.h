@@ -19,6 +19,11 @@ constexpr size_t kMessagePrefixBytes = 5;
 // `m` serialized after its prefix (uncompressed).
 std::string FrameMessage(const google::protobuf::MessageLite& m);
 
+// Reads a message prefix (at least kMessagePrefixBytes of `prefix`) into *length. Errors as
+// grpc-go's: over `max_bytes` RESOURCE_EXHAUSTED "grpc: received message larger than max
+// (N vs. M)"; flagged compressed INTERNAL.
+Status CheckPrefix(std::string_view prefix, size_t max_bytes, size_t* length);
+
 // The one message of a unary request body, unprefixed. Errors as grpc-go's: a message over
 // `max_bytes` is RESOURCE_EXHAUSTED "grpc: received message larger than max (N vs. M)"; a
 // message flagged compressed INTERNAL (requests naming a grpc-encoding are refused before, see

@@ -110,14 +110,11 @@ struct H2Callbacks {
     st.inbound.append(reinterpret_cast<const char*>(data), len);
     size_t at = 0;
     while (!st.finish && st.inbound.size() - at >= kMessagePrefixBytes) {
-      const auto* p = reinterpret_cast<const uint8_t*>(st.inbound.data() + at);
-      const size_t n =
-          (size_t{p[1]} << 24) | (size_t{p[2]} << 16) | (size_t{p[3]} << 8) | size_t{p[4]};
-      const size_t max = c.body_limit_ - kMessagePrefixBytes;
-      if (n > max || p[0] != 0) {
-        auto refused = SingleMessage(std::string_view(st.inbound.data() + at, kMessagePrefixBytes),
-                                     max);  // the same error a unary request gets
-        c.Finish(stream, refused.status());
+      size_t n = 0;
+      Status prefix = CheckPrefix(std::string_view(st.inbound.data() + at, kMessagePrefixBytes),
+                                  c.body_limit_ - kMessagePrefixBytes, &n);
+      if (!prefix.ok()) {  // the same error a unary request gets
+        c.Finish(stream, prefix);
         st.inbound.clear();
         return 0;
       }

@@ -8,37 +8,19 @@ namespace etcdw::server::rpc {
 
 void AddKvMethods(MethodTable& t, EtcdServer& s) {
   using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
-  // etcd refuses every request on a learner except Status and serializable ranges.
+  // A learner serves serializable ranges only.
   t.AddUnary<RangeRequest, RangeResponse>(s, "/etcdserverpb.KV/Range",
                                           [&s](const RangeRequest& r, Reply<RangeResponse> done) {
                                             if (!r.serializable() && s.IsLearner())
                                               return done(errors::NotSupportedForLearner());
                                             s.Range(r, std::move(done));
                                           });
-  t.AddUnary<PutRequest, PutResponse>(s, "/etcdserverpb.KV/Put",
-                                      [&s](const PutRequest& r, Reply<PutResponse> done) {
-                                        if (s.IsLearner())
-                                          return done(errors::NotSupportedForLearner());
-                                        s.Put(r, std::move(done));
-                                      });
-  t.AddUnary<DeleteRangeRequest, DeleteRangeResponse>(
-      s, "/etcdserverpb.KV/DeleteRange",
-      [&s](const DeleteRangeRequest& r, Reply<DeleteRangeResponse> done) {
-        if (s.IsLearner()) return done(errors::NotSupportedForLearner());
-        s.DeleteRange(r, std::move(done));
-      });
-  t.AddUnary<TxnRequest, TxnResponse>(s, "/etcdserverpb.KV/Txn",
-                                      [&s](const TxnRequest& r, Reply<TxnResponse> done) {
-                                        if (s.IsLearner())
-                                          return done(errors::NotSupportedForLearner());
-                                        s.Txn(r, std::move(done));
-                                      });
-  t.AddUnary<CompactionRequest, CompactionResponse>(
-      s, "/etcdserverpb.KV/Compact",
-      [&s](const CompactionRequest& r, Reply<CompactionResponse> done) {
-        if (s.IsLearner()) return done(errors::NotSupportedForLearner());
-        s.Compact(r, std::move(done));
-      });
+  t.AddRefusedOnLearner<PutRequest, PutResponse>(s, "/etcdserverpb.KV/Put", &EtcdServer::Put);
+  t.AddRefusedOnLearner<DeleteRangeRequest, DeleteRangeResponse>(s, "/etcdserverpb.KV/DeleteRange",
+                                                                 &EtcdServer::DeleteRange);
+  t.AddRefusedOnLearner<TxnRequest, TxnResponse>(s, "/etcdserverpb.KV/Txn", &EtcdServer::Txn);
+  t.AddRefusedOnLearner<CompactionRequest, CompactionResponse>(s, "/etcdserverpb.KV/Compact",
+                                                               &EtcdServer::Compact);
 }
 
 }  // namespace etcdw::server::rpc

@@ -79,24 +79,12 @@ class KeepAliveCall final : public StreamCall {
 
 void AddLeaseMethods(MethodTable& t, EtcdServer& s) {
   using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
-  t.AddUnary<LeaseGrantRequest, LeaseGrantResponse>(
-      s, "/etcdserverpb.Lease/LeaseGrant",
-      [&s](const LeaseGrantRequest& r, Reply<LeaseGrantResponse> done) {
-        if (s.IsLearner()) return done(errors::NotSupportedForLearner());
-        s.LeaseGrant(r, std::move(done));
-      });
-  t.AddUnary<LeaseRevokeRequest, LeaseRevokeResponse>(
-      s, "/etcdserverpb.Lease/LeaseRevoke",
-      [&s](const LeaseRevokeRequest& r, Reply<LeaseRevokeResponse> done) {
-        if (s.IsLearner()) return done(errors::NotSupportedForLearner());
-        s.LeaseRevoke(r, std::move(done));
-      });
-  t.AddUnary<LeaseTimeToLiveRequest, LeaseTimeToLiveResponse>(
-      s, "/etcdserverpb.Lease/LeaseTimeToLive",
-      [&s](const LeaseTimeToLiveRequest& r, Reply<LeaseTimeToLiveResponse> done) {
-        if (s.IsLearner()) return done(errors::NotSupportedForLearner());
-        s.LeaseTimeToLive(r, std::move(done));
-      });
+  t.AddRefusedOnLearner<LeaseGrantRequest, LeaseGrantResponse>(s, "/etcdserverpb.Lease/LeaseGrant",
+                                                               &EtcdServer::LeaseGrant);
+  t.AddRefusedOnLearner<LeaseRevokeRequest, LeaseRevokeResponse>(
+      s, "/etcdserverpb.Lease/LeaseRevoke", &EtcdServer::LeaseRevoke);
+  t.AddRefusedOnLearner<LeaseTimeToLiveRequest, LeaseTimeToLiveResponse>(
+      s, "/etcdserverpb.Lease/LeaseTimeToLive", &EtcdServer::LeaseTimeToLive);
   t.AddUnary<LeaseLeasesRequest, LeaseLeasesResponse>(
       s, "/etcdserverpb.Lease/LeaseLeases",
       [&s](const LeaseLeasesRequest&, Reply<LeaseLeasesResponse> done) {

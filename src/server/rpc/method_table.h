@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
 #include "grpc_wire.h"
@@ -88,6 +89,21 @@ class MethodTable {
         answer(Status::Ok(), FrameMessage(*r));
       });
     };
+  }
+
+  // Adds a unary method served by EtcdServer's `call`, refused on a learner as etcd refuses
+  // every request there except Status and serializable ranges.
+  template <typename Req, typename Resp>
+  void AddRefusedOnLearner(EtcdServer& server, std::string path,
+                           void (EtcdServer::*call)(const Req&, Reply<Resp>),
+                           Header header = Header::kFull) {
+    AddUnary<Req, Resp>(
+        server, std::move(path),
+        [&server, call](const Req& r, Reply<Resp> done) {
+          if (server.IsLearner()) return done(errors::NotSupportedForLearner());
+          (server.*call)(r, std::move(done));
+        },
+        header);
   }
 
   // nullptr when no method has this path.
