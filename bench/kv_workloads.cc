@@ -24,7 +24,7 @@ Outcome Puts(Target& target, int clients, int connections, const BenchOptions& o
 Outcome RangeLoad(Target& target, int clients, const etcdserverpb::RangeRequest& req,
                   const std::function<std::string(const etcdserverpb::RangeResponse&)>& check,
                   const BenchOptions& opts) {
-  auto stubs = Stubs<etcdserverpb::KV>(target.NativeChannels(16));
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(16));
   struct Slot {
     std::unique_ptr<grpc::ClientContext> ctx;
     etcdserverpb::RangeResponse resp;
@@ -91,7 +91,7 @@ Outcome CompareAndSwap(Target& target, const BenchOptions& opts) {
           target, kKeys, [](uint64_t i) { return KeyName("/cas/", i); }, kValue, 8, &error)) {
     return Outcome{.error = "preload: " + error};
   }
-  auto stubs = Stubs<etcdserverpb::KV>(target.NativeChannels(kConnections));
+  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
   struct Slot {
     std::unique_ptr<grpc::ClientContext> ctx;
     etcdserverpb::RangeRequest range;

@@ -195,7 +195,7 @@ class KeepAliveStream
 // the three.
 Outcome LeaseChurn(Target& target, const BenchOptions& opts) {
   constexpr int kClients = 32, kConnections = 8;
-  auto stubs = Stubs<etcdserverpb::Lease>(target.NativeChannels(kConnections));
+  auto stubs = Stubs<etcdserverpb::Lease>(target.Channels(kConnections));
   struct Slot {
     std::unique_ptr<grpc::ClientContext> ctx;
     etcdserverpb::LeaseGrantRequest grant;

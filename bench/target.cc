@@ -1,17 +1,10 @@
 #include "target.h"
 
-#include <cstdlib>
-
 namespace etcdw::bench {
 
 testing::Settings BenchSettings() { return {{"quota-backend-bytes", std::to_string(8LL << 30)}}; }
 
-Target::Target(Member::Kind kind, int members) : kind_(kind), cluster_(members, kind) {
-  // The native RPC server's port is one loopback port: only a lone member may take it.
-  if (members > 1) {
-    for (int i = 0; i < members; ++i) cluster_.member(i).set_extra_env({"ETCDW_NATIVE_RPC_PORT"});
-  }
-}
+Target::Target(Member::Kind kind, int members) : kind_(kind), cluster_(members, kind) {}
 
 const char* Target::label() const { return kind_ == Member::Kind::kEtcd ? "etcd" : "ours"; }
 
@@ -31,20 +24,6 @@ std::vector<pid_t> Target::pids() {
 }
 
 std::shared_ptr<grpc::Channel> Target::NewChannel(int i) { return member(i % size()).NewChannel(); }
-
-std::vector<std::shared_ptr<grpc::Channel>> Target::NativeChannels(int count) {
-  const char* native = std::getenv("ETCDW_NATIVE_RPC_PORT");
-  if (!native || kind_ != Member::Kind::kEtcdWrapper || size() != 1) return Channels(count);
-  std::vector<std::shared_ptr<grpc::Channel>> out;
-  for (int i = 0; i < count; ++i) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection per channel
-    out.push_back(grpc::CreateCustomChannel(std::string("127.0.0.1:") + native,
-                                            grpc::InsecureChannelCredentials(), args));
-  }
-  return out;
-}
 
 std::vector<std::shared_ptr<grpc::Channel>> Target::Channels(int count) {
   std::vector<std::shared_ptr<grpc::Channel>> out;

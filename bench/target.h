@@ -33,10 +33,6 @@ class Target {
   std::shared_ptr<grpc::Channel> NewChannel(int i);
   // `count` connections, spread over the members round-robin.
   std::vector<std::shared_ptr<grpc::Channel>> Channels(int count);
-  // Channels for the services the native RPC server serves so far (KV, Lease): as Channels,
-  // except that with ETCDW_NATIVE_RPC_PORT set (and so passed to a lone member) our member is
-  // reached on its native RPC server there (etcdw/server/native_rpc_server.h).
-  std::vector<std::shared_ptr<grpc::Channel>> NativeChannels(int count);
 
  private:
   Member::Kind kind_;

@@ -35,7 +35,7 @@ StartOp RandomPuts(Target& target, int clients, int connections, uint64_t seed,
     std::function<std::string()> value;
   };
   auto st = std::make_shared<State>();
-  st->stubs = Stubs<etcdserverpb::KV>(target.NativeChannels(connections));
+  st->stubs = Stubs<etcdserverpb::KV>(target.Channels(connections));
   st->slots.resize(static_cast<size_t>(clients));
   for (size_t i = 0; i < st->slots.size(); ++i) st->slots[i].rng.seed(seed + i);
   st->key = std::move(key);
@@ -100,7 +100,7 @@ Outcome MeasureLoad(Target& target, int clients, const StartOp& start, const Ben
 bool BulkLoad(Target& target, uint64_t count, const std::function<std::string(uint64_t)>& key_fn,
               const std::string& value, int clients, std::string* error) {
   constexpr uint64_t kPerTxn = 100;
-  auto channels = target.NativeChannels(clients);
+  auto channels = target.Channels(clients);
   auto stubs = Stubs<etcdserverpb::KV>(channels);
   struct Slot {
     std::unique_ptr<grpc::ClientContext> ctx;

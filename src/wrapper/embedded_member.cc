@@ -1,6 +1,7 @@
 #include "etcdw/wrapper/embedded_member.h"
 
 #include <cstdlib>
+#include <string>
 
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
@@ -41,20 +42,19 @@ Result<bool> EmbeddedMember::ServeWhenPublished(const StopRequest& stop,
                  {log::F("etcd-ready-timeout", common::FormatGoDuration(warn_after))});
     }
   }
-  auto grpc = server::GrpcServer::Start(*server_);
-  if (!grpc.ok()) return grpc.status();
-  grpc_ = std::move(grpc).value();
-  // The native RPC server in construction, for the benchmark (native_rpc_server.h).
-  if (const char* port = std::getenv("ETCDW_NATIVE_RPC_PORT")) {
-    server::NativeRpcOptions o;
-    o.port = std::atoi(port);
-    o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    o.max_request_message_bytes = config_.max_request_bytes + 512 * 1024;
-    auto native = server::NativeRpcServer::Start(*server_, o);
+  // listen-client-urls are served by our own HTTP/2 server; ETCDW_GRPC_LIBRARY_SERVER=1 serves
+  // them with the gRPC library's instead (a development switch, for A/B measurements).
+  const char* library = std::getenv("ETCDW_GRPC_LIBRARY_SERVER");
+  if (library && std::string(library) == "1") {
+    auto grpc = server::GrpcServer::Start(*server_);
+    if (!grpc.ok()) return grpc.status();
+    grpc_ = std::move(grpc).value();
+    log::Warn("serving clients with the gRPC library's server (ETCDW_GRPC_LIBRARY_SERVER)");
+  } else {
+    auto native =
+        server::NativeRpcServer::Start(*server_, server::NativeRpcOptions::FromConfig(config_));
     if (!native.ok()) return native.status();
     native_ = std::move(native).value();
-    log::Warn("serving the KV service natively on a loopback port (ETCDW_NATIVE_RPC_PORT)",
-              {log::F("port", native_->port())});
   }
   log::Info("etcd server is now ready to serve client requests",
             {log::F("client-urls", common::JoinUrls(config_.listen_client_urls))});

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace etcdw::server::rpc {
 namespace {
@@ -52,8 +54,12 @@ class H2ConnectionTest : public ::testing::Test {
     nghttp2_session_callbacks_del(cbs);
     nghttp2_submit_settings(client_, NGHTTP2_FLAG_NONE, nullptr, 0);
     H2Connection::Handler h;
-    h.is_stream = [](const std::string&) { return false; };
+    h.is_stream = [](const std::string& path) { return path == kStreamPath; };
     h.on_request = [this](H2Connection::Request& r) { requests_.push_back(r); };
+    h.on_stream_open = [this](H2Connection::Request& r) { requests_.push_back(r); };
+    h.on_message = [](int32_t, std::string_view) {};
+    h.on_half_close = [](int32_t) {};
+    h.on_stream_gone = [](int32_t) {};
     server_ = std::make_unique<H2Connection>(1 << 20, std::move(h));
   }
   void TearDown() override { nghttp2_session_del(client_); }
@@ -91,16 +97,18 @@ class H2ConnectionTest : public ::testing::Test {
     return static_cast<ssize_t>(n);
   }
 
+  static constexpr const char* kStreamPath = "/etcdserverpb.Watch/Watch";
+
   // Submits a POST of `body` to `path`; the stream id.
-  int32_t Call(const std::string& path, std::string* body) {
+  int32_t Call(const std::string& path, std::string* body,
+               const std::string& authority = "localhost") {
     auto nv = [](const char* k, const std::string& v) {
       return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(k)),
                         reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), std::strlen(k),
                         v.size(), NGHTTP2_NV_FLAG_NONE};
     };
-    static const std::string kPost = "POST", kHttp = "http", kHost = "localhost",
-                             kGrpc = "application/grpc";
-    nghttp2_nv headers[] = {nv(":method", kPost), nv(":scheme", kHttp), nv(":authority", kHost),
+    static const std::string kPost = "POST", kHttp = "http", kGrpc = "application/grpc";
+    nghttp2_nv headers[] = {nv(":method", kPost), nv(":scheme", kHttp), nv(":authority", authority),
                             nv(":path", path), nv("content-type", kGrpc)};
     nghttp2_data_provider prd;
     prd.source.ptr = body;
@@ -157,6 +165,44 @@ TEST_F(H2ConnectionTest, AnAnswerForAStreamTheClientResetIsDropped) {
   Pump();
   EXPECT_TRUE(side_.data[id].empty());
   EXPECT_EQ(server_->open_streams(), 0u);
+}
+
+// etcd's Go client dialing an endpoint written as a URL sends the whole URL as :authority,
+// which strict HTTP checking refuses (RST_STREAM PROTOCOL_ERROR); gRPC servers accept it.
+TEST_F(H2ConnectionTest, AnAuthorityWrittenAsAUrlIsServed) {
+  std::string body("\0\0\0\0\0", 5);
+  int32_t id = Call("/etcdserverpb.Maintenance/Status", &body, "http://127.0.0.1:2379");
+  Pump();
+  ASSERT_EQ(requests_.size(), 1u);
+  server_->Respond(id, Status::Ok(), std::string("\0\0\0\0\0", 5));
+  Pump();
+  EXPECT_EQ(side_.grpc_status[id], "0");
+}
+
+// A stream's messages report when the transport took them, or that they were dropped.
+TEST_F(H2ConnectionTest, AStreamMessageIsReportedWrittenOrDropped) {
+  std::string body;
+  int32_t id = Call(kStreamPath, &body);
+  Pump();
+  ASSERT_EQ(requests_.size(), 1u);
+  std::vector<bool> told;
+  server_->Send(id, std::string("\0\0\0\0\1a", 6), [&](bool ok) { told.push_back(ok); });
+  EXPECT_TRUE(told.empty()) << "not before the transport took it";
+  Pump();
+  EXPECT_EQ(told, std::vector<bool>{true});
+  EXPECT_EQ(side_.data[id], std::string("\0\0\0\0\1a", 6));
+
+  // Queued but not taken when the client resets the stream: dropped.
+  server_->Send(id, std::string("\0\0\0\0\1b", 6), [&](bool ok) { told.push_back(ok); });
+  nghttp2_submit_rst_stream(client_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+  const uint8_t* data = nullptr;
+  ssize_t n = nghttp2_session_mem_send(client_, &data);
+  ASSERT_GT(n, 0);
+  ASSERT_TRUE(server_->Feed(reinterpret_cast<const char*>(data), static_cast<size_t>(n)).ok());
+  EXPECT_EQ(told, (std::vector<bool>{true, false}));
+  // After the stream is gone, at once.
+  server_->Send(id, std::string("\0\0\0\0\1c", 6), [&](bool ok) { told.push_back(ok); });
+  EXPECT_EQ(told, (std::vector<bool>{true, false, false}));
 }
 
 }  // namespace

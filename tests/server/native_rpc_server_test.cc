@@ -20,6 +20,7 @@
 
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/server/grpc_server.h"
+#include "native_rpc_fixture.h"
 #include "server/rpc/grpc_wire.h"
 
 namespace etcdw::server {
@@ -40,98 +41,6 @@ using etcdserverpb::RangeRequest;
 using etcdserverpb::RangeResponse;
 using etcdserverpb::TxnRequest;
 using etcdserverpb::TxnResponse;
-
-class NativeRpcServerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/etcdw-native-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ +
-                                       "\nlisten-peer-urls: http://127.0.0.1:0\n" +
-                                       "listen-client-urls: http://127.0.0.1:0\n",
-                                   "test");
-    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
-    auto s = EtcdServer::Open(*cfg);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-    ASSERT_TRUE(server_->Start().ok());
-    for (int i = 0; i < 500 && !server_->Published(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_TRUE(server_->Published());
-  }
-  void TearDown() override {
-    native_.reset();
-    grpc_.reset();
-    if (server_) server_->Stop();
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void StartNative(NativeRpcOptions o = {}) {
-    o.threads = o.threads > 0 ? o.threads : 2;
-    auto n = NativeRpcServer::Start(*server_, o);
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
-    native_ = std::move(n).value();
-    channel_ = NewChannel(native_->port());
-    kv_ = KV::NewStub(channel_);
-  }
-
-  static std::shared_ptr<grpc::Channel> NewChannel(int port) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials(), args);
-  }
-
-  static std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return ctx;
-  }
-
-  grpc::Status Put(KV::Stub& kv, const std::string& k, const std::string& v,
-                   PutResponse* out = nullptr) {
-    PutRequest req;
-    req.set_key(k);
-    req.set_value(v);
-    PutResponse resp;
-    grpc::Status st = kv.Put(Ctx().get(), req, &resp);
-    if (out) *out = resp;
-    return st;
-  }
-
-  // A call by path with raw request bytes (GenericStub): the status it ends with.
-  grpc::Status RawCall(const std::string& path, const std::string& payload) {
-    grpc::GenericStub stub(channel_);
-    auto ctx = Ctx();
-    grpc::Slice slice(payload);
-    grpc::ByteBuffer req(&slice, 1), resp;
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    grpc::Status result;
-    stub.UnaryCall(ctx.get(), path, grpc::StubOptions(), &req, &resp, [&](grpc::Status st) {
-      std::lock_guard lock(mu);
-      result = st;
-      done = true;
-      cv.notify_all();
-    });
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return done; });
-    return result;
-  }
-
-  std::string dir_;
-  std::unique_ptr<EtcdServer> server_;
-  std::unique_ptr<NativeRpcServer> native_;
-  std::unique_ptr<GrpcServer> grpc_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<KV::Stub> kv_;
-};
 
 TEST_F(NativeRpcServerTest, AnswersKvCallsAsTheGrpcLibrarysServerDoes) {
   StartNative();
@@ -225,12 +134,9 @@ TEST_F(NativeRpcServerTest, ErrorsCarryEtcdsCodesAndTexts) {
 
 TEST_F(NativeRpcServerTest, UnknownMethodsAndServicesAreUnimplemented) {
   StartNative();
-  auto maintenance = etcdserverpb::Maintenance::NewStub(channel_);
-  etcdserverpb::StatusRequest status;
-  etcdserverpb::StatusResponse answer;
-  grpc::Status st = maintenance->Status(Ctx().get(), status, &answer);
+  grpc::Status st = RawCall("/etcdserverpb.Nope/Status", "");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Maintenance");
+  EXPECT_EQ(st.error_message(), "unknown service etcdserverpb.Nope");
 
   st = RawCall("/etcdserverpb.KV/Nope", "");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
@@ -317,7 +223,7 @@ TEST_F(NativeRpcServerTest, AClientSpeakingSomethingElseIsDisconnectedAndOthersS
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(native_->port()));
+  addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -336,7 +242,7 @@ TEST_F(NativeRpcServerTest, AClientSpeakingSomethingElseIsDisconnectedAndOthersS
 TEST_F(NativeRpcServerTest, AClientLeavingWithCallsInFlightLeavesTheServerServing) {
   StartNative();
   {
-    auto ch = NewChannel(native_->port());
+    auto ch = NewChannel(native_->ports().at(0));
     auto kv = KV::NewStub(ch);
     std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
     std::vector<PutRequest> reqs(50);

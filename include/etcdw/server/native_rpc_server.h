@@ -1,33 +1,40 @@
-// The etcd v3 API served by our own HTTP/2 server (libnghttp2) instead of the gRPC library.
-//
-// IN CONSTRUCTION (docs/design.md, "The native RPC server"): gRPC's library costs more CPU per
-// call than everything else a put does, and hands each call between threads; this server reads,
-// dispatches and answers on event-loop threads and writes each connection's answers with one
-// send. So far it serves the KV, Lease and Cluster services, plaintext, on a loopback port; the
-// member starts it only when ETCDW_NATIVE_RPC_PORT is set (the benchmark's switch), beside the gRPC
-// library's server, which still serves listen-client-urls.
+// The etcd v3 API (KV, Watch, Lease, Maintenance, Cluster) on listen-client-urls, served by
+// our own HTTP/2 server (libnghttp2) rather than the gRPC library's (docs/design.md, "The
+// native RPC server"): gRPC's library costs more CPU per call than everything else a put does
+// and hands each call between threads; this server reads, dispatches and answers on event-loop
+// threads and writes each connection's answers with one send.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "etcdw/common/config.h"
 #include "etcdw/common/status.h"
+#include "etcdw/common/url.h"
 #include "etcdw/server/etcd_server.h"
 
 namespace etcdw::server {
 
 struct NativeRpcOptions {
-  int port = 0;  // on 127.0.0.1; 0 picks a free one
+  // Where clients connect: etcd's listen-client-urls, http or https (port 0 picks a free one).
+  std::vector<common::Url> urls;
+  // The certificate (and client verification) for the https URLs.
+  common::TlsConfig tls;
   // Largest request message accepted (etcd: max-request-bytes plus 512 KiB).
   size_t max_request_message_bytes = (size_t{3} << 19) + (size_t{1} << 19);
   // Event-loop threads; connections are spread over them. Each runs the calls that complete
   // at once (local reads) for its connections, so reads use as many cores as there are loops.
   int threads = 1;
+
+  // What a member's configuration asks for, one event loop per core.
+  static NativeRpcOptions FromConfig(const common::EtcdConfig& cfg);
 };
 
 class NativeRpcServer {
  public:
+  // Binds every URL and starts serving. Errors name the URL or the TLS file that failed.
   static Result<std::unique_ptr<NativeRpcServer>> Start(EtcdServer& server,
                                                         const NativeRpcOptions& opts);
   // Shutdown(0) if it was not called.
@@ -39,7 +46,8 @@ class NativeRpcServer {
   // flight up to `grace` to be answered; then closes every connection. Answers arriving later
   // are dropped.
   void Shutdown(std::chrono::milliseconds grace);
-  int port() const;
+  // The ports bound, in `urls` order.
+  const std::vector<int>& ports() const;
 
   struct Impl;
 

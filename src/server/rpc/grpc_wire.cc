@@ -1,15 +1,34 @@
 #include "grpc_wire.h"
 
+#include <cstring>
+
 namespace etcdw::server::rpc {
 
-std::string FrameMessage(const google::protobuf::MessageLite& m) {
-  const size_t n = m.ByteSizeLong();
+namespace {
+
+// A string of kMessagePrefixBytes + n bytes starting with the prefix for an n-byte message.
+std::string Prefixed(size_t n) {
   std::string out(kMessagePrefixBytes + n, '\0');
   out[1] = static_cast<char>((n >> 24) & 0xff);
   out[2] = static_cast<char>((n >> 16) & 0xff);
   out[3] = static_cast<char>((n >> 8) & 0xff);
   out[4] = static_cast<char>(n & 0xff);
+  return out;
+}
+
+}  // namespace
+
+std::string FrameMessage(const google::protobuf::MessageLite& m) {
+  std::string out = Prefixed(m.ByteSizeLong());
   m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + kMessagePrefixBytes));
+  return out;
+}
+
+std::string FrameBytes(std::string_view serialized) {
+  std::string out = Prefixed(serialized.size());
+  if (!serialized.empty()) {
+    std::memcpy(out.data() + kMessagePrefixBytes, serialized.data(), serialized.size());
+  }
   return out;
 }
 
@@ -52,6 +71,11 @@ Status ParseRequest(std::string_view payload, google::protobuf::MessageLite* m) 
   if (m->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return Status::Ok();
   return Status(Code::kInternal,
                 "grpc: error unmarshalling request: proto: cannot parse invalid wire-format data");
+}
+
+Status ParseStreamMessage(std::string_view payload, google::protobuf::MessageLite* m) {
+  if (m->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return Status::Ok();
+  return Status(Code::kInternal, "grpc: failed to unmarshal the received message");
 }
 
 std::string PercentEncode(std::string_view text) {

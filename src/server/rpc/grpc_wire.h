@@ -18,6 +18,8 @@ constexpr size_t kMessagePrefixBytes = 5;
 
 // `m` serialized after its prefix (uncompressed).
 std::string FrameMessage(const google::protobuf::MessageLite& m);
+// An already serialized message after its prefix.
+std::string FrameBytes(std::string_view serialized);
 
 // Reads a message prefix (at least kMessagePrefixBytes of `prefix`) into *length. Errors as
 // grpc-go's: over `max_bytes` RESOURCE_EXHAUSTED "grpc: received message larger than max
@@ -37,6 +39,10 @@ Status UnsupportedEncoding(std::string_view encoding);
 // Parses `payload` into `m`; INTERNAL "grpc: error unmarshalling request: ..." when it is not
 // a valid encoding.
 Status ParseRequest(std::string_view payload, google::protobuf::MessageLite* m);
+
+// Parses a stream's request message into `m`; INTERNAL "grpc: failed to unmarshal the received
+// message" when it is not a valid encoding (grpc-go's words for streams).
+Status ParseStreamMessage(std::string_view payload, google::protobuf::MessageLite* m);
 
 // grpc-message's encoding: bytes outside printable ASCII, and '%', become %XX.
 std::string PercentEncode(std::string_view text);

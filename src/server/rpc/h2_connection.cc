@@ -163,6 +163,9 @@ struct H2Callbacks {
     auto it = c.streams_.find(stream);
     if (it == c.streams_.end()) return 0;
     const bool streaming = it->second.streaming;
+    for (auto& o : it->second.outbound) {
+      if (o.written) c.written_.emplace_back(std::move(o.written), false);
+    }
     c.streams_.erase(it);
     if (streaming) c.handler_.on_stream_gone(stream);
     return 0;
@@ -178,12 +181,13 @@ struct H2Callbacks {
     H2Connection::Stream& st = it->second;
     size_t n = 0;
     while (n < len && !st.outbound.empty()) {
-      const std::string& front = st.outbound.front();
-      const size_t take = std::min(len - n, front.size() - st.sent);
-      std::memcpy(buf + n, front.data() + st.sent, take);
+      H2Connection::Outbound& front = st.outbound.front();
+      const size_t take = std::min(len - n, front.framed.size() - st.sent);
+      std::memcpy(buf + n, front.framed.data() + st.sent, take);
       n += take;
       st.sent += take;
-      if (st.sent == front.size()) {
+      if (st.sent == front.framed.size()) {
+        if (front.written) c.written_.emplace_back(std::move(front.written), true);
         st.outbound.pop_front();
         st.sent = 0;
       }
@@ -218,6 +222,10 @@ H2Connection::H2Connection(size_t body_limit, Handler handler)
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_no_closed_streams(option, 1);
+  // No HTTP semantics checks: they refuse what gRPC servers accept, such as the whole URL as
+  // :authority ("http://host:2379", what etcd's Go client sends for an endpoint written as a
+  // URL). The headers a call needs are checked by the server (content-type, path).
+  nghttp2_option_set_no_http_messaging(option, 1);
   nghttp2_session_server_new2(&session_, cbs, this, option);
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(cbs);
@@ -226,10 +234,26 @@ H2Connection::H2Connection(size_t body_limit, Handler handler)
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
 }
 
-H2Connection::~H2Connection() { nghttp2_session_del(session_); }
+H2Connection::~H2Connection() {
+  nghttp2_session_del(session_);
+  for (auto& [id, st] : streams_) {
+    for (auto& o : st.outbound) {
+      if (o.written) written_.emplace_back(std::move(o.written), false);
+    }
+  }
+  RunWritten();
+}
+
+void H2Connection::RunWritten() {
+  // A callback may queue more answers (on this connection too): take the list first.
+  std::vector<std::pair<Written, bool>> now;
+  now.swap(written_);
+  for (auto& [fn, ok] : now) fn(ok);
+}
 
 Status H2Connection::Feed(const char* data, size_t n) {
   ssize_t r = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), n);
+  RunWritten();
   if (r < 0) {
     return Status(Code::kInvalidArgument,
                   std::string("http2: ") + nghttp2_strerror(static_cast<int>(r)));
@@ -252,11 +276,14 @@ void H2Connection::ResumeIfDeferred(int32_t stream, Stream& st) {
   nghttp2_session_resume_data(session_, stream);
 }
 
-void H2Connection::Send(int32_t stream, std::string framed) {
+void H2Connection::Send(int32_t stream, std::string framed, Written written) {
   auto it = streams_.find(stream);
-  if (it == streams_.end() || it->second.finish) return;
+  if (it == streams_.end() || it->second.finish) {
+    if (written) written(false);
+    return;
+  }
   Stream& st = it->second;
-  st.outbound.push_back(std::move(framed));
+  st.outbound.push_back({std::move(framed), std::move(written)});
   if (!st.headers_submitted) {
     SubmitHeaders(stream, st);
   } else {
@@ -288,12 +315,14 @@ Status H2Connection::Drain(std::string& out, size_t limit) {
   while (out.size() < limit) {
     const uint8_t* data = nullptr;
     ssize_t n = nghttp2_session_mem_send(session_, &data);
+    // `data` is valid until nghttp2 is called again, which a callback may do.
+    if (n > 0) out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    RunWritten();
     if (n < 0) {
       return Status(Code::kInternal,
                     std::string("http2: ") + nghttp2_strerror(static_cast<int>(n)));
     }
     if (n == 0) break;
-    out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
   return Status::Ok();
 }

@@ -11,12 +11,19 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "etcdw/common/status.h"
 
 struct nghttp2_session;
 
 namespace etcdw::server::rpc {
+
+// Told once whether a stream's answer message was handed to the transport (true: all of it is
+// in DATA frames the client's flow-control window admitted) or dropped (false: the stream or
+// its connection went first). It is how a stream's producer slows down to its client's pace.
+using Written = std::function<void(bool ok)>;
 
 class H2Connection {
  public:
@@ -56,8 +63,10 @@ class H2Connection {
   // when `st` is OK, otherwise with a trailers-only response carrying the error. Ignored when
   // the stream is gone (the client cancelled it or went away).
   void Respond(int32_t stream, const Status& st, std::string framed);
-  // A stream's answer messages, then its end (grpc-status from `st`). Ignored when gone.
-  void Send(int32_t stream, std::string framed);
+  // A stream's answer messages, then its end (grpc-status from `st`). Ignored when gone (then
+  // `written` is told false at once). `written` is called on this connection's thread, never
+  // from inside nghttp2: at the end of the Feed or Drain that sent (or dropped) the message.
+  void Send(int32_t stream, std::string framed, Written written = nullptr);
   void Finish(int32_t stream, const Status& st);
   // Appends the bytes the session has to send, stopping once `out` holds `limit` bytes or more.
   Status Drain(std::string& out, size_t limit);
@@ -70,12 +79,16 @@ class H2Connection {
   bool KnowsStream(int32_t stream) const;
 
  private:
+  struct Outbound {
+    std::string framed;
+    Written written;  // may be empty
+  };
   struct Stream {
     Request req;
     bool streaming = false;
-    std::string inbound;               // a stream's bytes not yet forming a whole message
-    std::deque<std::string> outbound;  // framed messages not yet sent
-    size_t sent = 0;                   // of outbound.front()
+    std::string inbound;            // a stream's bytes not yet forming a whole message
+    std::deque<Outbound> outbound;  // framed messages not yet sent
+    size_t sent = 0;                // of outbound.front()
     bool headers_submitted = false;
     bool deferred = false;  // the data source ran dry; resume when more is queued
     std::optional<Status> finish;
@@ -84,11 +97,14 @@ class H2Connection {
 
   void SubmitHeaders(int32_t stream, Stream& st);
   void ResumeIfDeferred(int32_t stream, Stream& st);
+  // Tells the `written` callbacks collected during an nghttp2 call.
+  void RunWritten();
 
   nghttp2_session* session_ = nullptr;
   size_t body_limit_;
   Handler handler_;
   std::unordered_map<int32_t, Stream> streams_;
+  std::vector<std::pair<Written, bool>> written_;  // to tell after the nghttp2 call
 };
 
 }  // namespace etcdw::server::rpc

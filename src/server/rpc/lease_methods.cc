@@ -23,7 +23,7 @@ class KeepAliveCall final : public StreamCall {
 
   void OnMessage(std::string_view payload) override {
     LeaseKeepAliveRequest req;
-    if (Status st = ParseRequest(payload, &req); !st.ok()) return state_->sink->Finish(st);
+    if (Status st = ParseStreamMessage(payload, &req); !st.ok()) return state_->sink->Finish(st);
     std::unique_lock lock(state_->mu);
     state_->waiting.push_back(req.id());
     if (!state_->busy) State::RenewNext(state_, lock);

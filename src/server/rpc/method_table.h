@@ -26,7 +26,10 @@ using Answer = std::function<void(const Status& st, std::string framed)>;
 class StreamSink {
  public:
   virtual ~StreamSink() = default;
-  virtual void Send(std::string framed) = 0;
+  // `written` (optional) is told, on the connection's event loop, once the message is handed to
+  // the transport or dropped (H2Connection::Written): a producer that waits for it before
+  // sending more never holds more than one message per stream in memory.
+  virtual void Send(std::string framed, Written written = nullptr) = 0;
   virtual void Finish(const Status& st) = 0;
 };
 
@@ -68,9 +71,10 @@ class MethodTable {
 
   // Adds a unary method served by `call` (etcd's Reply convention). The response's header is
   // filled from `server` (member, revision, term) when the call succeeds, as etcd does.
-  // What a successful answer's header carries: member, revision and term (most calls), or
-  // no revision (the Cluster service, as etcd's).
-  enum class Header { kFull, kCluster };
+  // What a successful answer's header carries: member, revision and term (most calls); no
+  // revision (the Cluster service, as etcd's); none at all (Alarm, Defragment, MoveLeader, as
+  // etcd's); or what the call put there itself (Status).
+  enum class Header { kFull, kCluster, kNone, kAsAnswered };
 
   template <typename Req, typename Resp>
   void AddUnary(EtcdServer& server, std::string path,
@@ -81,10 +85,18 @@ class MethodTable {
       if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
       call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
         if (!r.ok()) return answer(r.status(), {});
-        if (header == Header::kFull) {
-          server.FillHeader(r->mutable_header());
-        } else {
-          server.FillClusterHeader(r->mutable_header());
+        switch (header) {
+          case Header::kFull:
+            server.FillHeader(r->mutable_header());
+            break;
+          case Header::kCluster:
+            server.FillClusterHeader(r->mutable_header());
+            break;
+          case Header::kNone:
+            r->clear_header();
+            break;
+          case Header::kAsAnswered:
+            break;
         }
         answer(Status::Ok(), FrameMessage(*r));
       });
@@ -125,6 +137,12 @@ void AddClusterMethods(MethodTable& table, EtcdServer& server);
 // etcdserverpb.Lease: LeaseGrant, LeaseRevoke, LeaseKeepAlive, LeaseTimeToLive, LeaseLeases
 // (lease_methods.cc).
 void AddLeaseMethods(MethodTable& table, EtcdServer& server);
+
+// etcdserverpb.Maintenance: Alarm, Status, Defragment, Hash, HashKV, Snapshot, MoveLeader
+// (maintenance_methods.cc).
+void AddMaintenanceMethods(MethodTable& table, EtcdServer& server);
+// etcdserverpb.Watch: Watch (watch_methods.cc).
+void AddWatchMethods(MethodTable& table, EtcdServer& server);
 
 // Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
 // learner; or when the client asked for a leader ("hasleader: true") and none is known.

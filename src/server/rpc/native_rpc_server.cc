@@ -1,6 +1,7 @@
 #include "etcdw/server/native_rpc_server.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -22,6 +23,7 @@
 #include "grpc_wire.h"
 #include "h2_connection.h"
 #include "method_table.h"
+#include "tls_session.h"
 
 namespace etcdw::server {
 
@@ -38,6 +40,7 @@ struct Answered {
   int32_t stream = 0;
   Status st;
   std::string framed;
+  rpc::Written written;  // kStreamMessage: optional
 };
 
 // Where answers are posted, from any thread. Shared with every pending call, so an answer
@@ -46,9 +49,14 @@ struct Answered {
 // Shared with every pending call, so an answer arriving after the server stopped lands here
 // harmlessly.
 struct Mailbox {
+  // An accepted connection handed to a loop; `tls` set for an https listener's.
+  struct Accepted {
+    int fd = -1;
+    std::shared_ptr<rpc::TlsContext> tls;
+  };
   struct Contents {
     std::vector<Answered> answers;
-    std::vector<int> connections;
+    std::vector<Accepted> connections;
   };
   std::mutex mu;
   Contents in;  // under mu
@@ -74,12 +82,18 @@ struct Mailbox {
     }
     if (wake) Wake();
   }
-  void PostConnection(int fd) {
+  void PostConnection(Accepted a) {
     {
       std::lock_guard lock(mu);
-      in.connections.push_back(fd);
+      in.connections.push_back(std::move(a));
     }
     Wake();
+  }
+  // Whether anything waits: answers the loop's own thread posted while it was not dispatching
+  // (a `written` callback in a flush) did not wake it.
+  bool Pending() {
+    std::lock_guard lock(mu);
+    return !in.answers.empty() || !in.connections.empty();
   }
   Contents Take() {
     Contents out;
@@ -94,8 +108,9 @@ class MailboxSink final : public rpc::StreamSink {
  public:
   MailboxSink(std::shared_ptr<Mailbox> mail, uint64_t conn, int32_t stream)
       : mail_(std::move(mail)), conn_(conn), stream_(stream) {}
-  void Send(std::string framed) override {
-    mail_->Post({Answered::kStreamMessage, conn_, stream_, Status::Ok(), std::move(framed)});
+  void Send(std::string framed, rpc::Written written) override {
+    mail_->Post({Answered::kStreamMessage, conn_, stream_, Status::Ok(), std::move(framed),
+                 std::move(written)});
   }
   void Finish(const Status& st) override {
     mail_->Post({Answered::kStreamEnd, conn_, stream_, st, {}});
@@ -110,6 +125,7 @@ class MailboxSink final : public rpc::StreamSink {
 struct Conn {
   uint64_t id = 0;
   int fd = -1;
+  std::unique_ptr<rpc::TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.
   std::unordered_map<int32_t, std::unique_ptr<rpc::StreamCall>> calls;
   std::unique_ptr<H2Connection> h2;
@@ -126,8 +142,30 @@ using native::Answered;
 using native::Conn;
 using native::Mailbox;
 
-constexpr uint64_t kListenerTag = 0;
+// epoll tags: connections count up from 1; listener i is kListenerTag + i.
+constexpr uint64_t kListenerTag = uint64_t{1} << 62;
 constexpr uint64_t kMailboxTag = ~uint64_t{0};
+
+// Moves bytes between a connection's socket and `buf`, through TLS when it has it: > 0 bytes
+// moved, kWouldBlock, or kClosed (the peer left, or the connection failed).
+constexpr ssize_t kWouldBlock = rpc::TlsSession::kWouldBlock;
+constexpr ssize_t kClosed = rpc::TlsSession::kClosed;
+
+ssize_t ReadSome(native::Conn& c, char* buf, size_t n) {
+  if (c.tls) return c.tls->Read(buf, n);
+  ssize_t r = recv(c.fd, buf, n, 0);
+  if (r > 0) return r;
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return kWouldBlock;
+  return kClosed;
+}
+
+ssize_t WriteSome(native::Conn& c, const char* buf, size_t n) {
+  if (c.tls) return c.tls->Write(buf, n);
+  ssize_t r = send(c.fd, buf, n, MSG_NOSIGNAL);
+  if (r > 0) return r;
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return kWouldBlock;
+  return kClosed;
+}
 
 Status Errno(const std::string& what) {
   return Status(Code::kUnavailable, what + ": " + std::strerror(errno));
@@ -170,7 +208,7 @@ struct EventLoop {
 
   Status Init();
   void Run();
-  void Adopt(int fd);
+  void Adopt(Mailbox::Accepted a);
   void OnReadable(Conn& c);
   void OnRequest(Conn& c, H2Connection::Request& req);
   void OnStreamOpen(Conn& c, H2Connection::Request& req);
@@ -199,11 +237,16 @@ struct EventLoop {
 using native::EventLoop;
 
 struct NativeRpcServer::Impl {
+  // A listen-client-url's socket, accepted on loops[0].
+  struct Listener {
+    int fd = -1;
+    std::shared_ptr<rpc::TlsContext> tls;  // https URLs
+  };
   EtcdServer& server;
   NativeRpcOptions opts;
   rpc::MethodTable methods;
-  int lfd = -1;  // accepted on loops[0]
-  int port = 0;
+  std::vector<Listener> listeners;  // in opts.urls order
+  std::vector<int> ports;
   std::vector<std::unique_ptr<EventLoop>> loops;
   size_t next_loop = 0;  // loops[0]'s thread only
 
@@ -212,11 +255,15 @@ struct NativeRpcServer::Impl {
   std::chrono::steady_clock::time_point drain_deadline;  // under stop_mu
 
   Impl(EtcdServer& s, const NativeRpcOptions& o) : server(s), opts(o) {}
-  ~Impl() {
-    if (lfd >= 0) close(lfd);
+  ~Impl() { CloseListeners(); }
+  Status Listen(const common::Url& url);
+  void Accept(size_t listener);
+  void CloseListeners() {
+    for (Listener& l : listeners) {
+      if (l.fd >= 0) close(l.fd);
+      l.fd = -1;
+    }
   }
-  Status Listen();
-  void Accept();
   bool StopRequested(std::chrono::steady_clock::time_point* deadline) {
     std::lock_guard lock(stop_mu);
     *deadline = drain_deadline;
@@ -224,41 +271,61 @@ struct NativeRpcServer::Impl {
   }
 };
 
-Status NativeRpcServer::Impl::Listen() {
-  lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (lfd < 0) return Errno("native rpc: socket");
-  const int one = 1;
-  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(opts.port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Errno("native rpc: bind 127.0.0.1:" + std::to_string(opts.port));
+// Binds `url` as Go's net.Listen does: the first address its host resolves to.
+Status NativeRpcServer::Impl::Listen(const common::Url& url) {
+  auto fail = [&](const std::string& why) {
+    return Unavailable("listen-client-urls: cannot listen on " + url.ToString() + ": " + why);
+  };
+  Listener l;
+  if (url.tls()) {
+    ETCDW_ASSIGN_OR_RETURN(l.tls, rpc::TlsContext::ForServer(opts.tls));
   }
-  if (listen(lfd, 1024) != 0) return Errno("native rpc: listen");
-  socklen_t len = sizeof addr;
-  getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len);
-  port = ntohs(addr.sin_port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(url.port);
+  if (int rc =
+          getaddrinfo(url.host.empty() ? nullptr : url.host.c_str(), port.c_str(), &hints, &found);
+      rc != 0) {
+    return fail(gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addrs(found, freeaddrinfo);
+  l.fd = socket(found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (l.fd < 0) return fail(std::strerror(errno));
+  listeners.push_back(l);  // closed by the destructor from here on
+  const int one = 1;
+  setsockopt(l.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(l.fd, found->ai_addr, found->ai_addrlen) != 0 || listen(l.fd, 1024) != 0) {
+    return fail(std::strerror(errno));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(l.fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  ports.push_back(ntohs(bound.ss_family == AF_INET6
+                            ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port));
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.u64 = kListenerTag;
-  epoll_ctl(loops[0]->epfd, EPOLL_CTL_ADD, lfd, &ev);
+  ev.data.u64 = kListenerTag + listeners.size() - 1;
+  epoll_ctl(loops[0]->epfd, EPOLL_CTL_ADD, l.fd, &ev);
   return Status::Ok();
 }
 
 // Connections are spread over the loops round-robin; a loop adopts the ones handed to it.
-void NativeRpcServer::Impl::Accept() {
-  while (lfd >= 0) {
-    int fd = accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+void NativeRpcServer::Impl::Accept(size_t listener) {
+  while (listeners[listener].fd >= 0) {
+    int fd = accept4(listeners[listener].fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or a failed accept (the listener stays)
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     EventLoop& to = *loops[next_loop++ % loops.size()];
+    Mailbox::Accepted a{fd, listeners[listener].tls};
     if (&to == loops[0].get()) {
-      to.Adopt(fd);
+      to.Adopt(std::move(a));
     } else {
-      to.mail->PostConnection(fd);
+      to.mail->PostConnection(std::move(a));
     }
   }
 }
@@ -274,14 +341,15 @@ Status EventLoop::Init() {
   return Status::Ok();
 }
 
-void EventLoop::Adopt(int fd) {
+void EventLoop::Adopt(Mailbox::Accepted a) {
   if (draining) {
-    close(fd);
+    close(a.fd);
     return;
   }
   auto c = std::make_unique<Conn>();
   c->id = next_id++;
-  c->fd = fd;
+  c->fd = a.fd;
+  if (a.tls) c->tls = std::make_unique<rpc::TlsSession>(a.tls, a.fd);
   Conn* raw = c.get();
   H2Connection::Handler h;
   h.is_stream = [this](const std::string& path) {
@@ -307,7 +375,7 @@ void EventLoop::Adopt(int fd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = c->id;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+  epoll_ctl(epfd, EPOLL_CTL_ADD, a.fd, &ev);
   conns.emplace(c->id, std::move(c));
   MarkDirty(*raw);  // the server's SETTINGS
 }
@@ -354,18 +422,21 @@ void EventLoop::OnStreamOpen(Conn& c, H2Connection::Request& req) {
 
 void EventLoop::DeliverMail() {
   Mailbox::Contents got = mail->Take();
-  for (int fd : got.connections) Adopt(fd);
+  for (Mailbox::Accepted& a : got.connections) Adopt(std::move(a));
   for (Answered& a : got.answers) {
     if (a.kind == Answered::kUnary) --in_flight;
     auto it = conns.find(a.conn);
-    if (it == conns.end()) continue;  // the client went away
+    if (it == conns.end()) {  // the client went away
+      if (a.written) a.written(false);
+      continue;
+    }
     H2Connection& h2 = *it->second->h2;
     switch (a.kind) {
       case Answered::kUnary:
         h2.Respond(a.stream, a.st, std::move(a.framed));
         break;
       case Answered::kStreamMessage:
-        h2.Send(a.stream, std::move(a.framed));
+        h2.Send(a.stream, std::move(a.framed), std::move(a.written));
         break;
       case Answered::kStreamEnd:
         h2.Finish(a.stream, a.st);
@@ -379,10 +450,12 @@ void EventLoop::OnReadable(Conn& c) {
   char buf[64 * 1024];
   const uint64_t id = c.id;
   while (true) {
-    ssize_t n = recv(c.fd, buf, sizeof buf, 0);
-    if (n == 0) return Close(id);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) break;
+    ssize_t n = ReadSome(c, buf, sizeof buf);
+    if (n == kWouldBlock) break;
+    if (n == kClosed) {
+      if (c.tls && !c.tls->error().empty()) {
+        log::Debug("native rpc: TLS connection failed", {log::F("reason", c.tls->error())});
+      }
       return Close(id);
     }
     if (Status st = c.h2->Feed(buf, static_cast<size_t>(n)); !st.ok()) {
@@ -390,7 +463,9 @@ void EventLoop::OnReadable(Conn& c) {
       Flush(c);  // nghttp2's GOAWAY, best effort
       return Close(id);
     }
-    if (static_cast<size_t>(n) < sizeof buf) break;
+    // A short read emptied the socket; TLS hands over one record at a time, so it reads on
+    // until it would block.
+    if (!c.tls && static_cast<size_t>(n) < sizeof buf) break;
   }
   MarkDirty(c);
 }
@@ -407,15 +482,14 @@ void EventLoop::Flush(Conn& c) {
       if (Status st = c.h2->Drain(c.out, kSendChunk); !st.ok()) return Close(c.id);
       if (c.out.empty()) break;
     }
-    ssize_t n = send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EAGAIN) break;
-      if (errno == EINTR) continue;
-      return Close(c.id);
-    }
+    ssize_t n = WriteSome(c, c.out.data() + c.out_sent, c.out.size() - c.out_sent);
+    if (n == kWouldBlock) break;
+    if (n == kClosed) return Close(c.id);
     c.out_sent += static_cast<size_t>(n);
   }
-  const bool want_out = c.out_sent < c.out.size();
+  // Waiting for the socket to take bytes; a TLS handshake may instead wait for the client's
+  // (the connection is always watched for reading, which flushes again).
+  const bool want_out = c.out_sent < c.out.size() && (!c.tls || c.tls->wants_write());
   if (!want_out && c.h2->Finished()) return Close(c.id);
   if (want_out != c.waiting_out) {
     c.waiting_out = want_out;
@@ -438,10 +512,11 @@ void EventLoop::Close(uint64_t id) {
 
 void EventLoop::StartDrain() {
   draining = true;
-  if (this == server.loops[0].get() && server.lfd >= 0) {
-    epoll_ctl(epfd, EPOLL_CTL_DEL, server.lfd, nullptr);
-    close(server.lfd);
-    server.lfd = -1;
+  if (this == server.loops[0].get()) {
+    for (auto& l : server.listeners) {
+      if (l.fd >= 0) epoll_ctl(epfd, EPOLL_CTL_DEL, l.fd, nullptr);
+    }
+    server.CloseListeners();
   }
   for (auto& [id, c] : conns) {
     c->h2->GoAway();
@@ -459,14 +534,14 @@ void EventLoop::Run() {
       if (!draining) StartDrain();
       if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) break;
     }
-    int n = epoll_wait(epfd, events, 128, draining ? 10 : -1);
+    int n = epoll_wait(epfd, events, 128, draining ? 10 : mail->Pending() ? 0 : -1);
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
-      if (tag == kListenerTag) {
-        server.Accept();
-      } else if (tag == kMailboxTag) {
+      if (tag == kMailboxTag) {
         uint64_t count;
         [[maybe_unused]] ssize_t r = read(mail->efd, &count, sizeof count);
+      } else if (tag >= kListenerTag) {
+        server.Accept(tag - kListenerTag);
       } else if (auto it = conns.find(tag); it != conns.end()) {
         if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
           OnReadable(*it->second);
@@ -481,7 +556,15 @@ void EventLoop::Run() {
   std::vector<uint64_t> ids;
   for (auto& [id, c] : conns) ids.push_back(id);
   for (uint64_t id : ids) Close(id);
-  for (int fd : mail->Take().connections) close(fd);
+  // Messages still on their way are dropped; their producers are told so (and may post their
+  // streams' ends, dropped in turn).
+  while (mail->Pending()) {
+    Mailbox::Contents left = mail->Take();
+    for (Mailbox::Accepted& a : left.connections) close(a.fd);
+    for (Answered& a : left.answers) {
+      if (a.written) a.written(false);
+    }
+  }
 }
 
 Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& server,
@@ -492,15 +575,21 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& serv
   rpc::AddKvMethods(impl.methods, server);
   rpc::AddLeaseMethods(impl.methods, server);
   rpc::AddClusterMethods(impl.methods, server);
+  rpc::AddMaintenanceMethods(impl.methods, server);
+  rpc::AddWatchMethods(impl.methods, server);
   const int threads = opts.threads > 0 ? opts.threads : 1;
   for (int i = 0; i < threads; ++i) {
     impl.loops.push_back(std::make_unique<EventLoop>(impl));
     ETCDW_RETURN_IF_ERROR(impl.loops.back()->Init());
   }
-  ETCDW_RETURN_IF_ERROR(impl.Listen());
+  for (const common::Url& url : opts.urls) ETCDW_RETURN_IF_ERROR(impl.Listen(url));
   for (auto& loop : impl.loops) {
     EventLoop* l = loop.get();
     l->thread = common::NamedThread("rpc-loop", [l] { l->Run(); });
+  }
+  for (size_t i = 0; i < opts.urls.size(); ++i) {
+    log::Info("serving client requests",
+              {log::F("address", opts.urls[i].ToString()), log::F("port", impl.ports[i])});
   }
   return s;
 }
@@ -521,6 +610,15 @@ void NativeRpcServer::Shutdown(std::chrono::milliseconds grace) {
 
 NativeRpcServer::~NativeRpcServer() { Shutdown(std::chrono::milliseconds(0)); }
 
-int NativeRpcServer::port() const { return impl_->port; }
+const std::vector<int>& NativeRpcServer::ports() const { return impl_->ports; }
+
+NativeRpcOptions NativeRpcOptions::FromConfig(const common::EtcdConfig& cfg) {
+  NativeRpcOptions o;
+  o.urls = cfg.listen_client_urls;
+  o.tls = cfg.client_tls;
+  o.max_request_message_bytes = cfg.max_request_bytes + 512 * 1024;
+  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return o;
+}
 
 }  // namespace etcdw::server

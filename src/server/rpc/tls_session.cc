@@ -1,0 +1,117 @@
+#include "tls_session.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace etcdw::server::rpc {
+
+namespace {
+
+std::string OpenSslError() {
+  const unsigned long e = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
+  ERR_clear_error();
+  if (e == 0) return "unknown error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+Status FileError(const std::string& setting, const std::string& file) {
+  return InvalidArgument("client-transport-security." + setting + ": cannot use \"" + file +
+                         "\": " + OpenSslError());
+}
+
+// Picks "h2" when the client offers it. A client that does not offer it gets no ALPN answer and
+// fails at the HTTP/2 preface, as with any server that speaks only HTTP/2.
+int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+               unsigned int inlen, void*) {
+  static const unsigned char kH2[] = {2, 'h', '2'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, outlen, kH2, sizeof kH2, in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = selected;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(const common::TlsConfig& tls) {
+  if (!tls.HasCertificate()) {
+    return InvalidArgument(
+        "client-transport-security: an https client URL needs cert-file and key-file");
+  }
+  std::shared_ptr<TlsContext> c(new TlsContext());
+  c->ctx_ = SSL_CTX_new(TLS_server_method());
+  if (!c->ctx_) return Internal("TLS: " + OpenSslError());
+  SSL_CTX_set_min_proto_version(c->ctx_, TLS1_2_VERSION);
+  SSL_CTX_set_mode(c->ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_use_certificate_chain_file(c->ctx_, tls.cert_file.c_str()) != 1) {
+    return FileError("cert-file", tls.cert_file);
+  }
+  if (SSL_CTX_use_PrivateKey_file(c->ctx_, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    return FileError("key-file", tls.key_file);
+  }
+  if (SSL_CTX_check_private_key(c->ctx_) != 1) return FileError("key-file", tls.key_file);
+  if (!tls.trusted_ca_file.empty() &&
+      SSL_CTX_load_verify_locations(c->ctx_, tls.trusted_ca_file.c_str(), nullptr) != 1) {
+    return FileError("trusted-ca-file", tls.trusted_ca_file);
+  }
+  if (tls.client_cert_auth) {
+    SSL_CTX_set_verify(c->ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  }
+  SSL_CTX_set_alpn_select_cb(c->ctx_, SelectAlpn, nullptr);
+  return c;
+}
+
+TlsContext::~TlsContext() {
+  if (ctx_) SSL_CTX_free(ctx_);
+}
+
+TlsSession::TlsSession(const std::shared_ptr<TlsContext>& ctx, int fd) : ctx_(ctx) {
+  ssl_ = SSL_new(ctx_->ctx_);
+  SSL_set_fd(ssl_, fd);
+  SSL_set_accept_state(ssl_);
+}
+
+TlsSession::~TlsSession() { SSL_free(ssl_); }
+
+ssize_t TlsSession::Read(char* buf, size_t n) {
+  ERR_clear_error();
+  return Outcome(SSL_read(ssl_, buf, static_cast<int>(n)));
+}
+
+ssize_t TlsSession::Write(const char* buf, size_t n) {
+  ERR_clear_error();
+  return Outcome(SSL_write(ssl_, buf, static_cast<int>(n)));
+}
+
+ssize_t TlsSession::Outcome(int ret) {
+  if (ret > 0) return ret;
+  switch (SSL_get_error(ssl_, ret)) {
+    case SSL_ERROR_WANT_READ:
+      wants_write_ = false;
+      return kWouldBlock;
+    case SSL_ERROR_WANT_WRITE:
+      wants_write_ = true;
+      return kWouldBlock;
+    case SSL_ERROR_ZERO_RETURN:
+      return kClosed;
+    case SSL_ERROR_SYSCALL:
+      if (errno == EINTR || errno == EAGAIN) {
+        wants_write_ = false;
+        return kWouldBlock;
+      }
+      if (errno != 0) error_ = std::strerror(errno);
+      return kClosed;
+    default:
+      error_ = OpenSslError();
+      return kClosed;
+  }
+}
+
+}  // namespace etcdw::server::rpc
