@@ -20,7 +20,21 @@ struct ClientSide {
   std::map<int32_t, std::string> data;
   std::map<int32_t, std::string> grpc_status;
   std::map<int32_t, bool> closed;
+  uint32_t goaway_code = 0;
+  std::string goaway_data;
+  bool goaway = false;
 };
+
+int OnClientFrame(nghttp2_session*, const nghttp2_frame* f, void* user) {
+  if (f->hd.type == NGHTTP2_GOAWAY) {
+    auto* side = static_cast<ClientSide*>(user);
+    side->goaway = true;
+    side->goaway_code = f->goaway.error_code;
+    side->goaway_data.assign(reinterpret_cast<const char*>(f->goaway.opaque_data),
+                             f->goaway.opaque_data_len);
+  }
+  return 0;
+}
 
 int OnClientData(nghttp2_session*, uint8_t, int32_t stream, const uint8_t* d, size_t n,
                  void* user) {
@@ -50,6 +64,7 @@ class H2ConnectionTest : public ::testing::Test {
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, OnClientData);
     nghttp2_session_callbacks_set_on_header_callback(cbs, OnClientHeader);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, OnClientClose);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, OnClientFrame);
     nghttp2_session_client_new(&client_, cbs, &side_);
     nghttp2_session_callbacks_del(cbs);
     nghttp2_submit_settings(client_, NGHTTP2_FLAG_NONE, nullptr, 0);
@@ -203,6 +218,37 @@ TEST_F(H2ConnectionTest, AStreamMessageIsReportedWrittenOrDropped) {
   // After the stream is gone, at once.
   server_->Send(id, std::string("\0\0\0\0\1c", 6), [&](bool ok) { told.push_back(ok); });
   EXPECT_EQ(told, (std::vector<bool>{true, false, false}));
+}
+
+// etcd's keepalive enforcement: without calls open a client may ping every 2 h; the third ping
+// too soon in a row is the last, answered with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+TEST_F(H2ConnectionTest, TooManyPingsWithoutCallsEndTheConnection) {
+  for (int i = 0; i < 3; ++i) {
+    nghttp2_submit_ping(client_, NGHTTP2_FLAG_NONE, nullptr);
+    Pump();
+    EXPECT_FALSE(side_.goaway) << "ping " << i + 1 << " is tolerated";
+  }
+  nghttp2_submit_ping(client_, NGHTTP2_FLAG_NONE, nullptr);
+  Pump();
+  EXPECT_TRUE(side_.goaway);
+  EXPECT_EQ(side_.goaway_code, static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+  EXPECT_EQ(side_.goaway_data, "too_many_pings");
+  EXPECT_TRUE(server_->Finished()) << "the connection closes once the GOAWAY is out";
+}
+
+// Pings between answers are not keepalive abuse: the server has been sending.
+TEST_F(H2ConnectionTest, PingsWhileAnswersFlowAreTolerated) {
+  std::string body;
+  int32_t id = Call(kStreamPath, &body);
+  Pump();
+  for (int i = 0; i < 10; ++i) {
+    server_->Send(id, std::string("\0\0\0\0\1a", 6));
+    Pump();
+    nghttp2_submit_ping(client_, NGHTTP2_FLAG_NONE, nullptr);
+    Pump();
+  }
+  EXPECT_FALSE(side_.goaway);
+  EXPECT_FALSE(server_->Finished());
 }
 
 }  // namespace

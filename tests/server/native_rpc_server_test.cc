@@ -239,6 +239,51 @@ TEST_F(NativeRpcServerTest, AClientSpeakingSomethingElseIsDisconnectedAndOthersS
   EXPECT_TRUE(Put(*kv_, "k", "v").ok());
 }
 
+// etcd's server keepalive: a connection that goes silent is pinged, and closed when the ping
+// is not answered in time; a gRPC client answers the pings and keeps being served.
+TEST_F(NativeRpcServerTest, ASilentConnectionIsPingedAndClosedWhenItDoesNotAnswer) {
+  NativeRpcOptions o;
+  o.keepalive_time = std::chrono::milliseconds(300);
+  o.keepalive_timeout = std::chrono::milliseconds(300);
+  StartNative(o);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  // A valid client preface and an empty SETTINGS frame; then nothing, not even a PING ACK.
+  const std::string preface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0", 33);
+  ASSERT_EQ(send(fd, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[4096];
+  ssize_t n;
+  const auto start = std::chrono::steady_clock::now();
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+  const auto took = std::chrono::steady_clock::now() - start;
+  close(fd);
+  EXPECT_EQ(n, 0) << "the server closes the connection (not a timeout)";
+  EXPECT_GE(took, std::chrono::milliseconds(500)) << "silence, then an unanswered ping";
+  // The frames received: SETTINGS (and its ACK), then a PING (type 6).
+  bool pinged = false;
+  for (size_t at = 0; at + 9 <= got.size();) {
+    const size_t len = (size_t{static_cast<uint8_t>(got[at])} << 16) |
+                       (size_t{static_cast<uint8_t>(got[at + 1])} << 8) |
+                       static_cast<uint8_t>(got[at + 2]);
+    pinged = pinged || got[at + 3] == 6;
+    at += 9 + len;
+  }
+  EXPECT_TRUE(pinged);
+
+  // A gRPC client answers pings: calls spread over several keepalive periods all succeed.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(Put(*kv_, "k", "v").ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+}
+
 TEST_F(NativeRpcServerTest, AClientLeavingWithCallsInFlightLeavesTheServerServing) {
   StartNative();
   {

@@ -91,6 +91,43 @@ TEST_F(NativeRpcTlsTest, WithoutClientCertAuthAnyClientIsServed) {
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
+// Writing to a TLS client that went away must end its connection, not the process (SIGPIPE
+// kills a process that writes to a closed socket without MSG_NOSIGNAL).
+TEST_F(NativeRpcTlsTest, ClientsLeavingDuringBigAnswersLeaveTheServerServing) {
+  StartNative(TlsOptions(/*client_cert_auth=*/false));
+  auto kv = TlsKv("");
+  for (int i = 0; i < 4; ++i) {
+    grpc::ClientContext ctx;
+    etcdserverpb::PutRequest req;
+    req.set_key("big/" + std::to_string(i));
+    req.set_value(std::string(1 << 20, 'x'));
+    etcdserverpb::PutResponse resp;
+    ASSERT_TRUE(kv->Put(&ctx, req, &resp).ok());
+  }
+  for (int round = 0; round < 20; ++round) {
+    auto leaving = TlsKv("");
+    grpc::ClientContext ctx;
+    etcdserverpb::RangeRequest req;
+    req.set_key("big/");
+    req.set_range_end("big0");
+    etcdserverpb::RangeResponse resp;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    leaving->async()->Range(&ctx, &req, &resp, [&](grpc::Status) {
+      std::lock_guard lock(mu);
+      done = true;
+      cv.notify_all();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(round % 5));
+    ctx.TryCancel();
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  grpc::Status st = TryPut(*kv);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
 TEST_F(NativeRpcTlsTest, UnusableTlsFilesAreRefusedAtStartWithTheSettingsName) {
   NativeRpcOptions o = TlsOptions(true);
   o.tls.cert_file = certs_.File("missing.crt");

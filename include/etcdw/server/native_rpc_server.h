@@ -27,6 +27,14 @@ struct NativeRpcOptions {
   // Event-loop threads; connections are spread over them. Each runs the calls that complete
   // at once (local reads) for its connections, so reads use as many cores as there are loops.
   int threads = 1;
+  // etcd's keepalive settings (grpc-keepalive-interval, -timeout, -min-time): a connection
+  // that sent nothing for `keepalive_time` is pinged and closed if it still sends nothing
+  // within `keepalive_timeout`; a client may ping every `keepalive_min_time` while it has calls
+  // open (every 2 h otherwise), and is sent away with GOAWAY "too_many_pings" when it pings
+  // more often three times in a row.
+  std::chrono::milliseconds keepalive_time = std::chrono::hours(2);
+  std::chrono::milliseconds keepalive_timeout = std::chrono::seconds(20);
+  std::chrono::milliseconds keepalive_min_time = std::chrono::seconds(5);
 
   // What a member's configuration asks for, one event loop per core.
   static NativeRpcOptions FromConfig(const common::EtcdConfig& cfg);

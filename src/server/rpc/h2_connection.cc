@@ -128,8 +128,9 @@ struct H2Callbacks {
   }
 
   static int OnFrame(nghttp2_session*, const nghttp2_frame* f, void* user) {
-    if (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) return 0;
     H2Connection& c = Conn(user);
+    if (f->hd.type == NGHTTP2_PING && !(f->hd.flags & NGHTTP2_FLAG_ACK)) c.OnClientPing();
+    if (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) return 0;
     auto it = c.streams_.find(f->hd.stream_id);
     if (it == c.streams_.end()) return 0;
     H2Connection::Stream& st = it->second;
@@ -149,7 +150,10 @@ struct H2Callbacks {
 
   // A stream we ended while the client still sends on it is reset once our end is out, as
   // gRPC servers do, so the client stops sending.
-  static int OnFrameSent(nghttp2_session* s, const nghttp2_frame* f, void*) {
+  static int OnFrameSent(nghttp2_session* s, const nghttp2_frame* f, void* user) {
+    if (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) {
+      Conn(user).sent_since_ping_ = true;
+    }
     if (f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
       const int state = nghttp2_session_get_stream_remote_close(s, f->hd.stream_id);
       if (state == 0)
@@ -207,8 +211,8 @@ struct H2Callbacks {
   }
 };
 
-H2Connection::H2Connection(size_t body_limit, Handler handler)
-    : body_limit_(body_limit), handler_(std::move(handler)) {
+H2Connection::H2Connection(size_t body_limit, Handler handler, PingPolicy pings)
+    : body_limit_(body_limit), handler_(std::move(handler)), pings_(pings) {
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_session_callbacks_new(&cbs);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, H2Callbacks::OnBeginHeaders);
@@ -252,6 +256,7 @@ void H2Connection::RunWritten() {
 }
 
 Status H2Connection::Feed(const char* data, size_t n) {
+  if (calm_down_) return Status::Ok();  // closing: what the client still sends is ignored
   ssize_t r = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), n);
   RunWritten();
   if (r < 0) {
@@ -333,11 +338,34 @@ void H2Connection::GoAway() {
                         nullptr, 0);
 }
 
+void H2Connection::Ping() { nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr); }
+
+void H2Connection::OnClientPing() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto last = last_ping_;
+  last_ping_ = now;
+  if (sent_since_ping_) {  // we have been answering: not a keepalive abuse
+    sent_since_ping_ = false;
+    ping_strikes_ = 0;
+    return;
+  }
+  const auto allowed = streams_.empty() ? pings_.idle_interval : pings_.min_interval;
+  if (last != std::chrono::steady_clock::time_point{} && now - last < allowed) ++ping_strikes_;
+  if (ping_strikes_ > pings_.max_strikes && !calm_down_) {
+    calm_down_ = true;
+    static const char kWhy[] = "too_many_pings";
+    nghttp2_submit_goaway(
+        session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
+        NGHTTP2_ENHANCE_YOUR_CALM, reinterpret_cast<const uint8_t*>(kWhy), sizeof kWhy - 1);
+  }
+}
+
 bool H2Connection::KnowsStream(int32_t stream) const {
   return nghttp2_session_find_stream(session_, stream) != nullptr;
 }
 
 bool H2Connection::Finished() const {
+  if (calm_down_) return !nghttp2_session_want_write(session_);
   return !nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_);
 }
 

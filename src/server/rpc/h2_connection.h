@@ -4,6 +4,7 @@
 // by one as they arrive. Answers are given per stream, in any order across streams.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -24,6 +25,17 @@ namespace etcdw::server::rpc {
 // in DATA frames the client's flow-control window admitted) or dropped (false: the stream or
 // its connection went first). It is how a stream's producer slows down to its client's pace.
 using Written = std::function<void(bool ok)>;
+
+// How often a client may ping, as etcd's server enforces it (grpc-go's keepalive
+// EnforcementPolicy with etcd's settings): every `min_interval` while it has calls open,
+// every `idle_interval` when it has none. A ping that comes sooner is a strike, unless we sent
+// headers or data since the last ping; after `max_strikes` strikes the next one ends the
+// connection with GOAWAY ENHANCE_YOUR_CALM "too_many_pings" (grpc-go clients then ping less).
+struct PingPolicy {
+  std::chrono::steady_clock::duration min_interval = std::chrono::seconds(5);
+  std::chrono::steady_clock::duration idle_interval = std::chrono::hours(2);
+  int max_strikes = 2;
+};
 
 class H2Connection {
  public:
@@ -51,7 +63,7 @@ class H2Connection {
   };
 
   // Bodies and stream messages beyond `body_limit` bytes are not kept.
-  H2Connection(size_t body_limit, Handler handler);
+  H2Connection(size_t body_limit, Handler handler, PingPolicy pings = {});
   ~H2Connection();
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -72,6 +84,8 @@ class H2Connection {
   Status Drain(std::string& out, size_t limit);
   // Starts a graceful close: GOAWAY naming the last stream accepted; streams in flight finish.
   void GoAway();
+  // Sends a PING (the server's keepalive probe; any bytes from the client answer it).
+  void Ping();
   // True when neither side will send anything more: the socket can be closed.
   bool Finished() const;
   size_t open_streams() const { return streams_.size(); }
@@ -97,6 +111,8 @@ class H2Connection {
 
   void SubmitHeaders(int32_t stream, Stream& st);
   void ResumeIfDeferred(int32_t stream, Stream& st);
+  // A PING from the client, checked against the policy.
+  void OnClientPing();
   // Tells the `written` callbacks collected during an nghttp2 call.
   void RunWritten();
 
@@ -104,6 +120,11 @@ class H2Connection {
   size_t body_limit_;
   Handler handler_;
   std::unordered_map<int32_t, Stream> streams_;
+  PingPolicy pings_;
+  std::chrono::steady_clock::time_point last_ping_{};
+  int ping_strikes_ = 0;
+  bool sent_since_ping_ = false;  // headers or data sent since the client's last ping
+  bool calm_down_ = false;        // too many pings: nothing more is read; closes once sent
   std::vector<std::pair<Written, bool>> written_;  // to tell after the nghttp2 call
 };
 

@@ -132,6 +132,9 @@ struct Conn {
   std::string out;  // bytes for the socket; those before out_sent are sent
   size_t out_sent = 0;
   bool waiting_out = false;  // registered for EPOLLOUT
+  // Keepalive: when the client last sent anything, and our unanswered probe, if any.
+  std::chrono::steady_clock::time_point last_read;
+  std::chrono::steady_clock::time_point probe_sent{};
 };
 
 }  // namespace native
@@ -218,6 +221,12 @@ struct EventLoop {
   void Flush(Conn& c);
   void Close(uint64_t id);
   void StartDrain();
+  // Probes connections silent for keepalive_time; closes those silent keepalive_timeout after.
+  void CheckKeepalive();
+  // How often keepalive is checked: often enough for both the silence and the probe's timeout
+  // to be noticed within a quarter of their length, at most every second.
+  std::chrono::milliseconds KeepalivePeriod() const;
+  std::chrono::steady_clock::time_point next_keepalive_check{};
   void MarkDirty(Conn& c) {
     if (std::find(dirty.begin(), dirty.end(), &c) == dirty.end()) dirty.push_back(&c);
   }
@@ -370,8 +379,11 @@ void EventLoop::Adopt(Mailbox::Accepted a) {
     raw->calls.erase(it);
     call->OnGone();
   };
+  rpc::PingPolicy pings;
+  pings.min_interval = server.opts.keepalive_min_time;
   c->h2 = std::make_unique<H2Connection>(
-      rpc::kMessagePrefixBytes + server.opts.max_request_message_bytes, std::move(h));
+      rpc::kMessagePrefixBytes + server.opts.max_request_message_bytes, std::move(h), pings);
+  c->last_read = std::chrono::steady_clock::now();
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = c->id;
@@ -452,6 +464,8 @@ void EventLoop::OnReadable(Conn& c) {
   while (true) {
     ssize_t n = ReadSome(c, buf, sizeof buf);
     if (n == kWouldBlock) break;
+    c.last_read = std::chrono::steady_clock::now();
+    c.probe_sent = {};
     if (n == kClosed) {
       if (c.tls && !c.tls->error().empty()) {
         log::Debug("native rpc: TLS connection failed", {log::F("reason", c.tls->error())});
@@ -510,6 +524,32 @@ void EventLoop::Close(uint64_t id) {
   conns.erase(it);
 }
 
+std::chrono::milliseconds EventLoop::KeepalivePeriod() const {
+  const auto shortest = std::min(server.opts.keepalive_time, server.opts.keepalive_timeout);
+  return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(1),
+                                               std::chrono::seconds(1));
+}
+
+void EventLoop::CheckKeepalive() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_keepalive_check) return;
+  next_keepalive_check = now + KeepalivePeriod();
+  std::vector<uint64_t> dead;
+  for (auto& [id, c] : conns) {
+    if (c->probe_sent != std::chrono::steady_clock::time_point{}) {
+      if (now - c->probe_sent >= server.opts.keepalive_timeout) dead.push_back(id);
+    } else if (now - c->last_read >= server.opts.keepalive_time) {
+      c->h2->Ping();
+      c->probe_sent = now;
+      MarkDirty(*c);
+    }
+  }
+  for (uint64_t id : dead) {
+    log::Debug("native rpc: closing a connection that did not answer a keepalive ping");
+    Close(id);
+  }
+}
+
 void EventLoop::StartDrain() {
   draining = true;
   if (this == server.loops[0].get()) {
@@ -534,7 +574,10 @@ void EventLoop::Run() {
       if (!draining) StartDrain();
       if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) break;
     }
-    int n = epoll_wait(epfd, events, 128, draining ? 10 : mail->Pending() ? 0 : -1);
+    const int wait_ms = draining          ? 10
+                        : mail->Pending() ? 0
+                                          : static_cast<int>(KeepalivePeriod().count());
+    int n = epoll_wait(epfd, events, 128, wait_ms);
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == kMailboxTag) {
@@ -551,6 +594,7 @@ void EventLoop::Run() {
       }
     }
     DeliverMail();
+    CheckKeepalive();
     FlushDirty();
   }
   std::vector<uint64_t> ids;

@@ -2,8 +2,10 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace etcdw::server::rpc {
@@ -36,6 +38,39 @@ int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const uns
   }
   *out = selected;
   return SSL_TLSEXT_ERR_OK;
+}
+
+// The socket under a TLS session, as OpenSSL's own socket BIO but sending with MSG_NOSIGNAL: a
+// client that went away must end its connection, not the process (SIGPIPE).
+int FdOf(BIO* b) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b))); }
+
+int SocketWrite(BIO* b, const char* data, int n) {
+  BIO_clear_retry_flags(b);
+  const ssize_t r = send(FdOf(b), data, static_cast<size_t>(n), MSG_NOSIGNAL);
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) BIO_set_retry_write(b);
+  return static_cast<int>(r);
+}
+
+int SocketRead(BIO* b, char* data, int n) {
+  BIO_clear_retry_flags(b);
+  const ssize_t r = recv(FdOf(b), data, static_cast<size_t>(n), 0);
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) BIO_set_retry_read(b);
+  return static_cast<int>(r);
+}
+
+long SocketCtrl(BIO*, int cmd, long, void*) {  // NOLINT(google-runtime-int): OpenSSL's type
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+const BIO_METHOD* SocketMethod() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "etcdw socket");
+    BIO_meth_set_write(m, SocketWrite);
+    BIO_meth_set_read(m, SocketRead);
+    BIO_meth_set_ctrl(m, SocketCtrl);
+    return m;
+  }();
+  return method;
 }
 
 }  // namespace
@@ -74,7 +109,10 @@ TlsContext::~TlsContext() {
 
 TlsSession::TlsSession(const std::shared_ptr<TlsContext>& ctx, int fd) : ctx_(ctx) {
   ssl_ = SSL_new(ctx_->ctx_);
-  SSL_set_fd(ssl_, fd);
+  BIO* bio = BIO_new(SocketMethod());
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  BIO_set_init(bio, 1);
+  SSL_set_bio(ssl_, bio, bio);  // the session owns it
   SSL_set_accept_state(ssl_);
 }
 
