@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   // Block the stop signals before any thread starts, so only the signal thread receives them.
   etcdw::wrapper::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
+  etcdw::cmd::PollClientConnectionsPromptly();
   etcdw::cmd::RouteGrpcLogs();
   etcdw::cmd::DisableMutexDeadlockDetection();
 

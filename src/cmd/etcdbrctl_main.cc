@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
   etcdw::wrapper::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
   umask(0077);
+  etcdw::cmd::PollClientConnectionsPromptly();
   etcdw::cmd::RouteGrpcLogs();
   etcdw::cmd::DisableMutexDeadlockDetection();
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -3,6 +3,7 @@
 #include <absl/synchronization/mutex.h>
 #include <grpc/support/log.h>
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,10 @@ void GrpcLog(gpr_log_func_args* args) {
 }  // namespace
 
 void RouteGrpcLogs() { gpr_set_log_function(GrpcLog); }
+
+void PollClientConnectionsPromptly() {
+  setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100", /*overwrite=*/0);
+}
 
 void DisableMutexDeadlockDetection() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
