@@ -220,12 +220,8 @@ TEST_F(NativeRpcServerTest, AnswersLargerThanTheFlowControlWindowsArriveWhole) {
 // Bytes that are not HTTP/2 close that connection only.
 TEST_F(NativeRpcServerTest, AClientSpeakingSomethingElseIsDisconnectedAndOthersServed) {
   StartNative();
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
   const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_EQ(send(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
   timeval tv{5, 0};
@@ -246,12 +242,8 @@ TEST_F(NativeRpcServerTest, ASilentConnectionIsPingedAndClosedWhenItDoesNotAnswe
   o.keepalive_time = std::chrono::milliseconds(300);
   o.keepalive_timeout = std::chrono::milliseconds(300);
   StartNative(o);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
   // A valid client preface and an empty SETTINGS frame; then nothing, not even a PING ACK.
   const std::string preface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0", 33);
   ASSERT_EQ(send(fd, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));

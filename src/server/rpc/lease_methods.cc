@@ -91,15 +91,10 @@ void AddLeaseMethods(MethodTable& t, EtcdServer& s) {
         if (s.IsLearner()) return done(errors::NotSupportedForLearner());
         done(s.LeaseLeases());
       });
-  t.AddStream("/etcdserverpb.Lease/LeaseKeepAlive",
-              [&s](const H2Connection::Request& req,
-                   std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
-                if (auto refused = RefuseStream(s, req)) {
-                  sink->Finish(*refused);
-                  return nullptr;
-                }
-                return std::make_unique<KeepAliveCall>(s, std::move(sink));
-              });
+  t.AddRefusableStream(s, "/etcdserverpb.Lease/LeaseKeepAlive",
+                       [&s](std::shared_ptr<StreamSink> sink) {
+                         return std::make_unique<KeepAliveCall>(s, std::move(sink));
+                       });
 }
 
 std::optional<Status> RefuseStream(EtcdServer& s, const H2Connection::Request& req) {

@@ -136,15 +136,10 @@ void AddMaintenanceMethods(MethodTable& t, EtcdServer& s) {
                                                        &EtcdServer::HashKV);
   t.AddRefusedOnLearner<MoveLeaderRequest, MoveLeaderResponse>(
       s, "/etcdserverpb.Maintenance/MoveLeader", &EtcdServer::MoveLeader, H::kNone);
-  t.AddStream("/etcdserverpb.Maintenance/Snapshot",
-              [&s](const H2Connection::Request& req,
-                   std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
-                if (auto refused = RefuseStream(s, req)) {
-                  sink->Finish(*refused);
-                  return nullptr;
-                }
-                return std::make_unique<SnapshotCall>(s, std::move(sink));
-              });
+  t.AddRefusableStream(s, "/etcdserverpb.Maintenance/Snapshot",
+                       [&s](std::shared_ptr<StreamSink> sink) {
+                         return std::make_unique<SnapshotCall>(s, std::move(sink));
+                       });
 }
 
 }  // namespace etcdw::server::rpc

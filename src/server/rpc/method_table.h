@@ -45,6 +45,10 @@ class StreamCall {
   virtual void OnGone() {}
 };
 
+// Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
+// learner; or when the client asked for a leader ("hasleader: true") and none is known.
+std::optional<Status> RefuseStream(EtcdServer& server, const H2Connection::Request& req);
+
 class MethodTable {
  public:
   using Unary = std::function<void(std::string_view payload, Answer answer)>;
@@ -53,6 +57,20 @@ class MethodTable {
                                                                std::shared_ptr<StreamSink> sink)>;
 
   void AddStream(std::string path, OpenStream open) { streams_[std::move(path)] = std::move(open); }
+  // Adds a streaming method whose streams RefuseStream may refuse at their start; otherwise
+  // `make(sink)` opens the call.
+  template <typename Make>
+  void AddRefusableStream(EtcdServer& server, std::string path, Make make) {
+    AddStream(std::move(path),
+              [&server, make](const H2Connection::Request& req,
+                              std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
+                if (auto refused = RefuseStream(server, req)) {
+                  sink->Finish(*refused);
+                  return nullptr;
+                }
+                return make(std::move(sink));
+              });
+  }
   const OpenStream* FindStream(const std::string& path) const {
     auto it = streams_.find(path);
     return it == streams_.end() ? nullptr : &it->second;
@@ -143,9 +161,5 @@ void AddLeaseMethods(MethodTable& table, EtcdServer& server);
 void AddMaintenanceMethods(MethodTable& table, EtcdServer& server);
 // etcdserverpb.Watch: Watch (watch_methods.cc).
 void AddWatchMethods(MethodTable& table, EtcdServer& server);
-
-// Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
-// learner; or when the client asked for a leader ("hasleader: true") and none is known.
-std::optional<Status> RefuseStream(EtcdServer& server, const H2Connection::Request& req);
 
 }  // namespace etcdw::server::rpc

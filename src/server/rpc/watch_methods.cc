@@ -98,15 +98,9 @@ class WatchCall final : public StreamCall {
 }  // namespace
 
 void AddWatchMethods(MethodTable& t, EtcdServer& s) {
-  t.AddStream("/etcdserverpb.Watch/Watch",
-              [&s](const H2Connection::Request& req,
-                   std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
-                if (auto refused = RefuseStream(s, req)) {
-                  sink->Finish(*refused);
-                  return nullptr;
-                }
-                return std::make_unique<WatchCall>(s.watch_hub(), std::move(sink));
-              });
+  t.AddRefusableStream(s, "/etcdserverpb.Watch/Watch", [&s](std::shared_ptr<StreamSink> sink) {
+    return std::make_unique<WatchCall>(s.watch_hub(), std::move(sink));
+  });
 }
 
 }  // namespace etcdw::server::rpc
