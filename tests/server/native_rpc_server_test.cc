@@ -218,21 +218,58 @@ TEST_F(NativeRpcServerTest, AnswersLargerThanTheFlowControlWindowsArriveWhole) {
 }
 
 // Bytes that are not HTTP/2 close that connection only.
-TEST_F(NativeRpcServerTest, AClientSpeakingSomethingElseIsDisconnectedAndOthersServed) {
+// etcd serves HTTP/1.1 on the client port beside gRPC: /health and /version answer, other
+// paths 404, and each connection closes after its answer; gRPC clients are served meanwhile.
+TEST_F(NativeRpcServerTest, Http1ClientsGetEtcdsHealthAndVersionEndpoints) {
   StartNative();
-  int fd = ConnectRaw();
-  ASSERT_GE(fd, 0);
-  const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(send(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
-  }
-  EXPECT_EQ(n, 0) << "the server closes the connection (not a timeout)";
-  close(fd);
-  EXPECT_TRUE(Put(*kv_, "k", "v").ok());
+  auto ask = [&](const std::string& request) {
+    int fd = ConnectRaw();
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+    EXPECT_EQ(n, 0) << "the server closes the connection after its answer";
+    close(fd);
+    return got;
+  };
+  auto body = [](const std::string& response) {
+    return response.substr(response.find("\r\n\r\n") + 4);
+  };
+  std::string r = ask("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_EQ(body(r), R"({"health":"true"})");
+  r = ask("GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Content-Type: application/json\r\n"), std::string::npos) << r;
+  EXPECT_EQ(body(r), R"({"etcdserver":"3.5.27","etcdcluster":"3.5.0"})");
+  r = ask("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
+  EXPECT_EQ(body(r), "404 page not found\n");
+  r = ask("POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
+  r = ask("GARBAGE\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << r;
+  r = ask("GET /health HTTP/1.1\r\nX: " + std::string(10000, 'x'));
+  EXPECT_EQ(r.rfind("HTTP/1.1 431 ", 0), 0u) << "a head that does not end is refused";
+
+  // An alarm makes the member unhealthy, as in etcd.
+  auto maintenance = etcdserverpb::Maintenance::NewStub(channel_);
+  etcdserverpb::AlarmRequest alarm;
+  alarm.set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  alarm.set_alarm(etcdserverpb::NOSPACE);
+  etcdserverpb::AlarmResponse raised;
+  ASSERT_TRUE(maintenance->Alarm(Ctx().get(), alarm, &raised).ok());
+  r = ask("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << r;
+  EXPECT_EQ(body(r), R"({"health":"false"})");
+  etcdserverpb::RangeRequest get;
+  get.set_key("k");
+  etcdserverpb::RangeResponse got;
+  EXPECT_TRUE(kv_->Range(Ctx().get(), get, &got).ok()) << "gRPC served beside HTTP/1.1";
 }
 
 // etcd's server keepalive: a connection that goes silent is pinged, and closed when the ping

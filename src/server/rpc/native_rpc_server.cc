@@ -22,6 +22,7 @@
 #include "etcdw/common/thread_name.h"
 #include "grpc_wire.h"
 #include "h2_connection.h"
+#include "http1_endpoints.h"
 #include "method_table.h"
 #include "tls_session.h"
 
@@ -34,7 +35,8 @@ namespace native {
 
 // An answer on its way back to the event loop: a unary call's, or a stream's message or end.
 struct Answered {
-  enum Kind { kUnary, kStreamMessage, kStreamEnd };
+  // kHttp1: a whole HTTP/1.1 response (`framed`), after which the connection closes.
+  enum Kind { kUnary, kStreamMessage, kStreamEnd, kHttp1 };
   Kind kind = kUnary;
   uint64_t conn = 0;
   int32_t stream = 0;
@@ -123,8 +125,15 @@ class MailboxSink final : public rpc::StreamSink {
 };
 
 struct Conn {
+  // What the client speaks, known from its first bytes (rpc::SniffProtocol). Nothing is sent
+  // before: HTTP/2's server preface would garble an HTTP/1.1 answer.
+  enum class Mode { kSniffing, kHttp2, kHttp1 };
   uint64_t id = 0;
   int fd = -1;
+  Mode mode = Mode::kSniffing;
+  std::string first;             // the bytes read while sniffing; HTTP/1.1: the request so far
+  bool http1_asked = false;      // HTTP/1.1: its one request is being answered
+  bool close_after_out = false;  // HTTP/1.1: answered; close once `out` is sent
   std::unique_ptr<rpc::TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.
   std::unordered_map<int32_t, std::unique_ptr<rpc::StreamCall>> calls;
@@ -213,6 +222,9 @@ struct EventLoop {
   void Run();
   void Adopt(Mailbox::Accepted a);
   void OnReadable(Conn& c);
+  // Takes `n` bytes the client sent; false when the connection was closed.
+  bool Take(Conn& c, const char* data, size_t n);
+  void OnHttp1(Conn& c);
   void OnRequest(Conn& c, H2Connection::Request& req);
   void OnStreamOpen(Conn& c, H2Connection::Request& req);
   // Checks every request's headers; an error is the answer.
@@ -389,7 +401,6 @@ void EventLoop::Adopt(Mailbox::Accepted a) {
   ev.data.u64 = c->id;
   epoll_ctl(epfd, EPOLL_CTL_ADD, a.fd, &ev);
   conns.emplace(c->id, std::move(c));
-  MarkDirty(*raw);  // the server's SETTINGS
 }
 
 void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
@@ -436,7 +447,7 @@ void EventLoop::DeliverMail() {
   Mailbox::Contents got = mail->Take();
   for (Mailbox::Accepted& a : got.connections) Adopt(std::move(a));
   for (Answered& a : got.answers) {
-    if (a.kind == Answered::kUnary) --in_flight;
+    if (a.kind == Answered::kUnary || a.kind == Answered::kHttp1) --in_flight;
     auto it = conns.find(a.conn);
     if (it == conns.end()) {  // the client went away
       if (a.written) a.written(false);
@@ -452,6 +463,10 @@ void EventLoop::DeliverMail() {
         break;
       case Answered::kStreamEnd:
         h2.Finish(a.stream, a.st);
+        break;
+      case Answered::kHttp1:
+        it->second->out.append(a.framed);
+        it->second->close_after_out = true;
         break;
     }
     MarkDirty(*it->second);
@@ -472,16 +487,56 @@ void EventLoop::OnReadable(Conn& c) {
       }
       return Close(id);
     }
-    if (Status st = c.h2->Feed(buf, static_cast<size_t>(n)); !st.ok()) {
-      log::Debug("native rpc: closing a connection", {log::F("reason", st.message())});
-      Flush(c);  // nghttp2's GOAWAY, best effort
-      return Close(id);
-    }
+    if (!Take(c, buf, static_cast<size_t>(n))) return;
     // A short read emptied the socket; TLS hands over one record at a time, so it reads on
     // until it would block.
     if (!c.tls && static_cast<size_t>(n) < sizeof buf) break;
   }
   MarkDirty(c);
+}
+
+bool EventLoop::Take(Conn& c, const char* data, size_t n) {
+  if (c.mode == Conn::Mode::kSniffing) {
+    c.first.append(data, n);
+    auto protocol = rpc::SniffProtocol(c.first);
+    if (!protocol) return true;
+    if (*protocol == rpc::Protocol::kHttp1) {
+      c.mode = Conn::Mode::kHttp1;
+      OnHttp1(c);
+      return true;
+    }
+    c.mode = Conn::Mode::kHttp2;
+    std::string first = std::move(c.first);
+    c.first.clear();
+    return Take(c, first.data(), first.size());
+  }
+  if (c.mode == Conn::Mode::kHttp1) {
+    if (!c.http1_asked) c.first.append(data, n);
+    OnHttp1(c);
+    return true;
+  }
+  if (Status st = c.h2->Feed(data, n); !st.ok()) {
+    log::Debug("native rpc: closing a connection", {log::F("reason", st.message())});
+    Flush(c);  // nghttp2's GOAWAY, best effort
+    Close(c.id);
+    return false;
+  }
+  return true;
+}
+
+void EventLoop::OnHttp1(Conn& c) {
+  if (c.http1_asked) return;  // one request per connection; what follows is ignored
+  const bool whole = rpc::HasHttp1Head(c.first);
+  if (!whole && c.first.size() <= rpc::kMaxHttp1HeadBytes) return;
+  c.http1_asked = true;
+  ++in_flight;
+  auto answer = [mail = mail, conn = c.id](std::string response) {
+    mail->Post({Answered::kHttp1, conn, 0, Status::Ok(), std::move(response)});
+  };
+  if (!whole) {
+    return answer(rpc::HeadTooLarge());
+  }
+  rpc::AnswerHttp1(server.server, c.first, std::move(answer));
 }
 
 // Bytes taken from a session per send: everything a round of answers produces fits, and a
@@ -493,7 +548,11 @@ void EventLoop::Flush(Conn& c) {
     if (c.out_sent == c.out.size()) {
       c.out.clear();
       c.out_sent = 0;
-      if (Status st = c.h2->Drain(c.out, kSendChunk); !st.ok()) return Close(c.id);
+      // HTTP/2 only: nothing is sent before the client's protocol is known, and an HTTP/1.1
+      // connection sends only its answer.
+      if (c.mode == Conn::Mode::kHttp2) {
+        if (Status st = c.h2->Drain(c.out, kSendChunk); !st.ok()) return Close(c.id);
+      }
       if (c.out.empty()) break;
     }
     ssize_t n = WriteSome(c, c.out.data() + c.out_sent, c.out.size() - c.out_sent);
@@ -504,7 +563,9 @@ void EventLoop::Flush(Conn& c) {
   // Waiting for the socket to take bytes; a TLS handshake may instead wait for the client's
   // (the connection is always watched for reading, which flushes again).
   const bool want_out = c.out_sent < c.out.size() && (!c.tls || c.tls->wants_write());
-  if (!want_out && c.h2->Finished()) return Close(c.id);
+  const bool finished =
+      c.mode == Conn::Mode::kHttp2 ? c.h2->Finished() : c.close_after_out && c.out.empty();
+  if (!want_out && finished) return Close(c.id);
   if (want_out != c.waiting_out) {
     c.waiting_out = want_out;
     epoll_event ev{};
