@@ -84,6 +84,17 @@ class NativeRpcServerTest : public ::testing::Test {
     return fd;
   }
 
+  // Reads from `fd` into *got until the server closes the connection (true) or 5 s pass
+  // without a byte, or the read fails (false).
+  static bool ReadUntilClosed(int fd, std::string* got) {
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got->append(buf, static_cast<size_t>(n));
+    return n == 0;
+  }
+
   static std::unique_ptr<grpc::ClientContext> Ctx() {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -226,13 +226,8 @@ TEST_F(NativeRpcServerTest, Http1ClientsGetEtcdsHealthAndVersionEndpoints) {
     int fd = ConnectRaw();
     EXPECT_GE(fd, 0);
     EXPECT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
-    timeval tv{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string got;
-    char buf[4096];
-    ssize_t n;
-    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
-    EXPECT_EQ(n, 0) << "the server closes the connection after its answer";
+    EXPECT_TRUE(ReadUntilClosed(fd, &got)) << "the server closes the connection after its answer";
     close(fd);
     return got;
   };
@@ -284,16 +279,12 @@ TEST_F(NativeRpcServerTest, ASilentConnectionIsPingedAndClosedWhenItDoesNotAnswe
   // A valid client preface and an empty SETTINGS frame; then nothing, not even a PING ACK.
   const std::string preface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0", 33);
   ASSERT_EQ(send(fd, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string got;
-  char buf[4096];
-  ssize_t n;
   const auto start = std::chrono::steady_clock::now();
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+  const bool closed = ReadUntilClosed(fd, &got);
   const auto took = std::chrono::steady_clock::now() - start;
   close(fd);
-  EXPECT_EQ(n, 0) << "the server closes the connection (not a timeout)";
+  EXPECT_TRUE(closed) << "the server closes the connection (not a timeout)";
   EXPECT_GE(took, std::chrono::milliseconds(500)) << "silence, then an unanswered ping";
   // The frames received: SETTINGS (and its ACK), then a PING (type 6).
   bool pinged = false;
