@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <utility>
 
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
@@ -21,6 +22,10 @@ namespace etcdw::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The node whose wake-ups this thread's CallerStep defers, and whether one was deferred.
+thread_local RaftNode* t_deferring = nullptr;
+thread_local bool t_deferred = false;
 
 constexpr char kInstallingKey[] = "local/installing_snapshot";  // be64 index + be64 term
 constexpr auto kReadRetry = std::chrono::milliseconds(500);
@@ -206,6 +211,7 @@ void RaftNode::Fail(const Status& st) {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  cv_.notify_all();  // a CallerStep's failure must end the loop too
   if (opts_.on_fatal) opts_.on_fatal(st);
 }
 
@@ -214,7 +220,7 @@ void RaftNode::Push(Event e) {
     std::lock_guard lock(mu_);
     inbox_.push_back(std::move(e));
   }
-  cv_.notify_one();
+  Wake();
 }
 
 Status RaftNode::Propose(std::string data) {
@@ -224,7 +230,7 @@ Status RaftNode::Propose(std::string data) {
     Event e{Event::kPropose, {}, std::move(data), {}, 0, false, {}};
     inbox_.push_back(std::move(e));
   }
-  cv_.notify_one();
+  Wake();
   return Status::Ok();
 }
 
@@ -235,7 +241,7 @@ Status RaftNode::ProposeConfChange(const raftpb::ConfChange& cc) {
     Event e{Event::kConfChange, {}, {}, cc, 0, false, {}};
     inbox_.push_back(std::move(e));
   }
-  cv_.notify_one();
+  Wake();
   return Status::Ok();
 }
 
@@ -248,7 +254,44 @@ void RaftNode::ReadIndex(std::function<void(Status)> ready) {
     }
     read_waiters_.push_back(std::move(ready));
   }
+  Wake();
+}
+
+void RaftNode::Wake() {
+  if (t_deferring == this) {
+    t_deferred = true;
+  } else {
+    cv_.notify_one();
+  }
+}
+
+RaftNode::CallerStep::CallerStep(RaftNode& node) {
+  if (t_deferring != nullptr) return;  // nested: the outer scope steps
+  node_ = &node;
+  t_deferring = node_;
+  t_deferred = false;
+}
+
+bool RaftNode::CallerStep::Finish(bool may_step) {
+  if (node_ == nullptr) return false;
+  RaftNode* node = std::exchange(node_, nullptr);
+  t_deferring = nullptr;
+  return std::exchange(t_deferred, false) && node->StepHereOrWake(may_step);
+}
+
+bool RaftNode::StepHereOrWake(bool may_step) {
+  // Only a single voter that leads: its step is the whole write (no acknowledgements to wait
+  // for) and never installs a snapshot, so the caller's thread is held for one sync at most.
+  if (may_step && CanReadLocally()) {
+    std::unique_lock step(step_mu_, std::try_to_lock);
+    if (step.owns_lock() && running_.load()) {
+      // A failure has stopped the node (Fail woke the loop to notice).
+      Step(/*tick=*/false);
+      return true;
+    }
+  }
   cv_.notify_one();
+  return false;
 }
 
 bool RaftNode::CanReadLocally() const { return single_voter_.load() && is_leader_.load(); }
@@ -305,68 +348,21 @@ void RaftNode::ApplyConfChange(const raftpb::ConfChange& cc) {
 void RaftNode::Loop() {
   auto next_tick = Clock::now() + opts_.tick_interval;
   while (true) {
-    std::deque<Event> events;
     {
       std::unique_lock lock(mu_);
       cv_.wait_until(lock, next_tick,
                      [&] { return stopping_ || !inbox_.empty() || !read_waiters_.empty(); });
       if (stopping_) break;
-      events.swap(inbox_);
-      for (auto& w : read_waiters_) next_round_.push_back(std::move(w));
-      read_waiters_.clear();
     }
-    try {
-      for (Event& e : events) {
-        switch (e.kind) {
-          case Event::kMessage: {
-            // Refused messages (responses from unknown or removed peers) are stale: drop them.
-            Status refused = raw_->Step(e.msg);
-            (void)refused;
-          } break;
-          case Event::kPropose:
-            if (!raw_->Propose(e.data).ok())
-              unsent_props_.emplace_back(std::move(e.data), Clock::now());
-            break;
-          case Event::kConfChange:
-            if (!raw_->ProposeConfChange(e.cc).ok()) {
-              log::Warn("membership change dropped: no leader",
-                        {log::Hex("member-id", e.cc.node_id())});
-            }
-            break;
-          case Event::kUnreachable:
-            raw_->ReportUnreachable(e.peer);
-            break;
-          case Event::kSnapStatus:
-            raw_->ReportSnapshot(
-                e.peer, e.ok ? raft::SnapshotStatus::kFinish : raft::SnapshotStatus::kFailure);
-            break;
-          case Event::kTransfer:
-            raw_->TransferLeader(e.peer);
-            transfers_.push_back({e.peer, Clock::now() + std::chrono::milliseconds(e.msg.index()),
-                                  std::move(e.done)});
-            break;
-        }
-      }
-      // Proposals dropped for want of a leader are retried once one is known.
-      if (lead_.load() != 0) {
-        while (!unsent_props_.empty()) {
-          if (!raw_->Propose(unsent_props_.front().first).ok()) break;
-          unsent_props_.pop_front();
-        }
-      }
-      if (Clock::now() >= next_tick) {
-        raw_->Tick();
-        next_tick += opts_.tick_interval;
-        if (next_tick < Clock::now()) next_tick = Clock::now() + opts_.tick_interval;
-      }
-      MaybeStartReadRound();
-      if (!ProcessReadies()) break;
-      ExpireWaits();
-    } catch (const std::logic_error& e) {
-      Fail(Internal(std::string("raft: ") + e.what()));
-      break;
+    std::lock_guard step(step_mu_);
+    const bool tick = Clock::now() >= next_tick;
+    if (tick) {
+      next_tick += opts_.tick_interval;
+      if (next_tick < Clock::now()) next_tick = Clock::now() + opts_.tick_interval;
     }
+    if (!Step(tick)) break;
   }
+  std::lock_guard step(step_mu_);  // a CallerStep in progress finishes first
   running_ = false;
   // Readers still waiting learn that the node stopped.
   std::vector<std::function<void(Status)>> waiters;
@@ -383,6 +379,65 @@ void RaftNode::Loop() {
   }
   for (auto& w : waiters) w(errors::Stopped());
   for (auto& t : transfers_) t.done(errors::Stopped());
+}
+
+bool RaftNode::Step(bool tick) {
+  std::deque<Event> events;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    events.swap(inbox_);
+    for (auto& w : read_waiters_) next_round_.push_back(std::move(w));
+    read_waiters_.clear();
+  }
+  try {
+    for (Event& e : events) {
+      switch (e.kind) {
+        case Event::kMessage: {
+          // Refused messages (responses from unknown or removed peers) are stale: drop them.
+          Status refused = raw_->Step(e.msg);
+          (void)refused;
+        } break;
+        case Event::kPropose:
+          if (!raw_->Propose(e.data).ok())
+            unsent_props_.emplace_back(std::move(e.data), Clock::now());
+          break;
+        case Event::kConfChange:
+          if (!raw_->ProposeConfChange(e.cc).ok()) {
+            log::Warn("membership change dropped: no leader",
+                      {log::Hex("member-id", e.cc.node_id())});
+          }
+          break;
+        case Event::kUnreachable:
+          raw_->ReportUnreachable(e.peer);
+          break;
+        case Event::kSnapStatus:
+          raw_->ReportSnapshot(
+              e.peer, e.ok ? raft::SnapshotStatus::kFinish : raft::SnapshotStatus::kFailure);
+          break;
+        case Event::kTransfer:
+          raw_->TransferLeader(e.peer);
+          transfers_.push_back(
+              {e.peer, Clock::now() + std::chrono::milliseconds(e.msg.index()), std::move(e.done)});
+          break;
+      }
+    }
+    // Proposals dropped for want of a leader are retried once one is known.
+    if (lead_.load() != 0) {
+      while (!unsent_props_.empty()) {
+        if (!raw_->Propose(unsent_props_.front().first).ok()) break;
+        unsent_props_.pop_front();
+      }
+    }
+    if (tick) raw_->Tick();
+    MaybeStartReadRound();
+    if (!ProcessReadies()) return false;
+    ExpireWaits();
+  } catch (const std::logic_error& e) {
+    Fail(Internal(std::string("raft: ") + e.what()));
+    return false;
+  }
+  return true;
 }
 
 bool RaftNode::ProcessReadies() {

@@ -1,5 +1,6 @@
 // A member's consensus node: our Raft core (RawNode) driven by one loop thread that ticks it,
-// feeds it peer messages and proposals, and processes each Ready in the order Raft requires:
+// feeds it peer messages and proposals, and processes each Ready in the order Raft requires
+// (a single member's proposer may take the loop's turn: RaftNode::CallerStep):
 //   1. append entries and hard state to the durable log (synced when Raft says so);
 //   2. send messages (snapshots stream from a consistent copy of the state);
 //   3. install a received snapshot / apply committed entries (conf changes reconfigure Raft,
@@ -56,9 +57,10 @@ struct RaftNodeOptions {
   std::function<void()> on_removed;
   // Leadership changed; `leader` is the new leader (0: none), `is_leader` whether it is us.
   std::function<void(uint64_t leader, bool is_leader)> on_leader_change;
-  // A membership change was applied (for the transport's peer list); called on the node thread.
+  // A membership change was applied (for the transport's peer list). Callbacks run on the
+  // stepping thread: the node's, or a CallerStep's.
   std::function<void(const raftpb::ConfChange&)> on_conf_change;
-  // Called on the node thread after a snapshot replaced the state.
+  // A snapshot replaced the state.
   std::function<void()> on_snapshot_installed;
 };
 
@@ -95,8 +97,31 @@ class RaftNode final : public Node {
   uint64_t LastIndex() const { return last_index_.load(); }
   uint64_t SyncedWrites() const { return synced_writes_.load(); }
 
-  // Called by the applier (on the node thread) for each applied conf change.
+  // Called by the applier (on the stepping thread) for each applied conf change.
   void ApplyConfChange(const raftpb::ConfChange& cc);
+
+  // Lets a thread that queues work for the node (proposals, reads, transfers) run the node's
+  // step itself instead of waking the node's thread. While a CallerStep lives, what this
+  // thread queues for `node` does not wake the node's thread; Finish (or the end of the scope)
+  // then runs the step here when this member is the only voter and leads and the node's
+  // thread is not stepping, and wakes the node's thread otherwise. A lone write is then
+  // appended, synced, applied and answered on the caller's thread: two thread hand-offs fewer,
+  // each the wake-up of an idle CPU, costly on virtual machines. The caller must hold no lock
+  // the apply path takes (the step runs result callbacks on this thread).
+  class CallerStep {
+   public:
+    explicit CallerStep(RaftNode& node);
+    ~CallerStep() { Finish(); }
+    CallerStep(const CallerStep&) = delete;
+    CallerStep& operator=(const CallerStep&) = delete;
+    // `may_step` false: the caller has other work a step would hold up (many requests in
+    // flight, whose batching the node's thread does better); the node's thread is woken.
+    // True when the step ran here (results were delivered on this thread).
+    bool Finish(bool may_step = true);
+
+   private:
+    RaftNode* node_ = nullptr;  // null when finished, or nested in another CallerStep
+  };
 
   // Transport callbacks (any thread).
   void OnMessage(raftpb::Message m);
@@ -128,7 +153,14 @@ class RaftNode final : public Node {
   };
 
   void Push(Event e);
+  // Wakes the node's thread for queued work, unless this thread's CallerStep will see to it.
+  void Wake();
+  // Runs the step on the calling thread if it can (see CallerStep), or wakes the node's thread.
+  bool StepHereOrWake(bool may_step);
   void Loop();
+  // One step under step_mu_: the queued events, a tick if `tick`, every Ready. False when the
+  // node stops (stopping, or a fatal error).
+  bool Step(bool tick);
   // Processes every Ready; false on a fatal error.
   bool ProcessReadies();
   Status HandleReady(raft::Ready& rd);
@@ -165,7 +197,9 @@ class RaftNode final : public Node {
   bool stopping_ = false;
   std::thread loop_;
 
-  // Loop-thread state.
+  // Held by whichever thread steps: the loop's thread, or a CallerStep's.
+  std::mutex step_mu_;
+  // Stepping state (under step_mu_).
   std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> unsent_props_;
   std::optional<ReadRound> read_round_;
   std::deque<std::pair<uint64_t, std::vector<std::function<void(Status)>>>> ready_reads_;
