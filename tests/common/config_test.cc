@@ -405,6 +405,25 @@ TEST(ConfigTest, WatchProgressIntervalAsNanosecondsOrDuration) {
   EXPECT_EQ(bad.status().message().rfind("f: watch-progress-notify-interval: ", 0), 0u);
 }
 
+TEST(ConfigTest, GrpcKeepaliveSettingsAsNanosecondsOrDuration) {
+  auto def = ParseConfig("name: x\n", "f");
+  ASSERT_TRUE(def.ok()) << def.status().ToString();
+  EXPECT_EQ(def->grpc_keepalive_min_time, seconds(5));  // etcd's defaults
+  EXPECT_EQ(def->grpc_keepalive_interval, hours(2));
+  EXPECT_EQ(def->grpc_keepalive_timeout, seconds(20));
+  auto cfg = ParseConfig(
+      "grpc-keepalive-min-time: 1000000000\ngrpc-keepalive-interval: 30s\n"
+      "grpc-keepalive-timeout: 0\n",
+      "f");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->grpc_keepalive_min_time, seconds(1));
+  EXPECT_EQ(cfg->grpc_keepalive_interval, seconds(30));
+  EXPECT_EQ(cfg->grpc_keepalive_timeout, seconds(0));
+  auto bad = ParseConfig("grpc-keepalive-interval: often\n", "f");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("f: grpc-keepalive-interval: ", 0), 0u);
+}
+
 TEST(ParseDurationTest, BareIntegersUseTheBareUnit) {
   auto h = ParseDuration("3", hours(1));
   ASSERT_TRUE(h.ok());

@@ -267,6 +267,29 @@ TEST_F(NativeRpcServerTest, Http1ClientsGetEtcdsHealthAndVersionEndpoints) {
   EXPECT_TRUE(kv_->Range(Ctx().get(), get, &got).ok()) << "gRPC served beside HTTP/1.1";
 }
 
+// The grpc-keepalive-* settings reach the server as etcd hands them to gRPC: only values > 0,
+// the interval and the timeout together; gRPC's defaults stand for the rest.
+TEST(NativeRpcOptionsTest, KeepaliveSettingsFromTheConfigAsEtcdAppliesThem) {
+  common::EtcdConfig cfg;
+  NativeRpcOptions o = NativeRpcOptions::FromConfig(cfg);
+  EXPECT_EQ(o.keepalive_min_time, std::chrono::seconds(5));
+  EXPECT_EQ(o.keepalive_time, std::chrono::hours(2));
+  EXPECT_EQ(o.keepalive_timeout, std::chrono::seconds(20));
+  cfg.grpc_keepalive_min_time = std::chrono::seconds(1);
+  cfg.grpc_keepalive_interval = std::chrono::seconds(30);
+  cfg.grpc_keepalive_timeout = std::chrono::seconds(3);
+  o = NativeRpcOptions::FromConfig(cfg);
+  EXPECT_EQ(o.keepalive_min_time, std::chrono::seconds(1));
+  EXPECT_EQ(o.keepalive_time, std::chrono::seconds(30));
+  EXPECT_EQ(o.keepalive_timeout, std::chrono::seconds(3));
+  cfg.grpc_keepalive_min_time = std::chrono::seconds(0);  // gRPC's enforcement default
+  cfg.grpc_keepalive_timeout = std::chrono::seconds(0);   // so the interval is not applied
+  o = NativeRpcOptions::FromConfig(cfg);
+  EXPECT_EQ(o.keepalive_min_time, std::chrono::minutes(5));
+  EXPECT_EQ(o.keepalive_time, std::chrono::hours(2));
+  EXPECT_EQ(o.keepalive_timeout, std::chrono::seconds(20));
+}
+
 // etcd's server keepalive: a connection that goes silent is pinged, and closed when the ping
 // is not answered in time; a gRPC client answers the pings and keeps being served.
 TEST_F(NativeRpcServerTest, ASilentConnectionIsPingedAndClosedWhenItDoesNotAnswer) {

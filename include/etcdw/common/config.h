@@ -53,6 +53,13 @@ struct EtcdConfig {
 
   std::chrono::milliseconds watch_progress_notify_interval{10 * 60 * 1000};
 
+  // The client port's gRPC keepalive (etcd's defaults). As etcd, a value of 0 leaves gRPC's
+  // own: a 5 min minimum between client pings; both the interval and the timeout > 0 or
+  // neither applies (2 h, 20 s).
+  std::chrono::milliseconds grpc_keepalive_min_time{5 * 1000};
+  std::chrono::milliseconds grpc_keepalive_interval{2 * 60 * 60 * 1000};
+  std::chrono::milliseconds grpc_keepalive_timeout{20 * 1000};
+
   TlsConfig client_tls;
   TlsConfig peer_tls;
 

@@ -177,6 +177,13 @@ NativeRpcOptions NativeRpcOptions::FromConfig(const common::EtcdConfig& cfg) {
   o.tls = cfg.client_tls;
   o.max_request_message_bytes = cfg.max_request_bytes + 512 * 1024;
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // etcd hands gRPC only the values > 0; gRPC's own defaults stand for the others.
+  o.keepalive_min_time = cfg.grpc_keepalive_min_time.count() > 0 ? cfg.grpc_keepalive_min_time
+                                                                 : std::chrono::minutes(5);
+  if (cfg.grpc_keepalive_interval.count() > 0 && cfg.grpc_keepalive_timeout.count() > 0) {
+    o.keepalive_time = cfg.grpc_keepalive_interval;
+    o.keepalive_timeout = cfg.grpc_keepalive_timeout;
+  }
   return o;
 }
 
