@@ -1,6 +1,5 @@
 #include "etcdw/wrapper/embedded_member.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "etcdw/common/flags.h"
@@ -42,20 +41,12 @@ Result<bool> EmbeddedMember::ServeWhenPublished(const StopRequest& stop,
                  {log::F("etcd-ready-timeout", common::FormatGoDuration(warn_after))});
     }
   }
-  // listen-client-urls are served by our own HTTP/2 server; ETCDW_GRPC_LIBRARY_SERVER=1 serves
-  // them with the gRPC library's instead (a development switch, for A/B measurements).
-  const char* library = std::getenv("ETCDW_GRPC_LIBRARY_SERVER");
-  if (library && std::string(library) == "1") {
-    auto grpc = server::GrpcServer::Start(*server_);
-    if (!grpc.ok()) return grpc.status();
-    grpc_ = std::move(grpc).value();
-    log::Warn("serving clients with the gRPC library's server (ETCDW_GRPC_LIBRARY_SERVER)");
-  } else {
-    auto native =
-        server::NativeRpcServer::Start(*server_, server::NativeRpcOptions::FromConfig(config_));
-    if (!native.ok()) return native.status();
-    native_ = std::move(native).value();
-  }
+  // listen-client-urls are served by our own HTTP/2 server (docs/design.md, "The client API
+  // server").
+  auto native =
+      server::NativeRpcServer::Start(*server_, server::NativeRpcOptions::FromConfig(config_));
+  if (!native.ok()) return native.status();
+  native_ = std::move(native).value();
   log::Info("etcd server is now ready to serve client requests",
             {log::F("client-urls", common::JoinUrls(config_.listen_client_urls))});
   return true;
@@ -69,9 +60,7 @@ void EmbeddedMember::Stop(bool graceful) {
   // Stop accepting calls and give in-flight ones a moment; then stop the member, which drains
   // accepted proposals before it returns.
   if (native_) native_->Shutdown(std::chrono::seconds(2));
-  if (grpc_) grpc_->Shutdown(std::chrono::seconds(2));
   server_->Stop();
-  grpc_.reset();
   native_.reset();
   server_.reset();
 }

@@ -18,7 +18,6 @@
 
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/common/config.h"
-#include "etcdw/server/grpc_server.h"
 #include "etcdw/server/native_rpc_server.h"
 
 namespace etcdw::server {
@@ -46,7 +45,6 @@ class NativeRpcServerTest : public ::testing::Test {
   }
   void TearDown() override {
     native_.reset();
-    grpc_.reset();
     if (server_) server_->Stop();
     server_.reset();
     std::filesystem::remove_all(dir_);
@@ -136,7 +134,6 @@ class NativeRpcServerTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<EtcdServer> server_;
   std::unique_ptr<NativeRpcServer> native_;
-  std::unique_ptr<GrpcServer> grpc_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
 };

@@ -17,7 +17,7 @@
 #include "etcdw/common/config.h"
 #include "etcdw/common/hash.h"
 #include "etcdw/server/etcd_server.h"
-#include "etcdw/server/grpc_server.h"
+#include "etcdw/server/native_rpc_server.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
 #include "etcdw/sidecar/local_store.h"
@@ -118,9 +118,9 @@ class SnapshotterTest : public ::testing::Test {
   void TearDown() override {
     client_.reset();
     kv_.reset();
-    if (grpc_) grpc_->Shutdown(1s);
+    if (native_) native_->Shutdown(1s);
     if (server_) server_->Stop();
-    grpc_.reset();
+    native_.reset();
     server_.reset();
     std::error_code ec;
     fs::remove_all(root_, ec);
@@ -138,10 +138,12 @@ class SnapshotterTest : public ::testing::Test {
     server_ = std::move(s).value();
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_TRUE(WaitFor([&] { return server_->Published(); }));
-    auto g = server::GrpcServer::Start(*server_);
-    ASSERT_TRUE(g.ok()) << g.status().ToString();
-    grpc_ = std::move(g).value();
-    const std::string endpoint = "127.0.0.1:" + std::to_string(grpc_->ports().at(0));
+    server::NativeRpcOptions o;
+    o.urls = cfg->listen_client_urls;
+    auto n = server::NativeRpcServer::Start(*server_, o);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    native_ = std::move(n).value();
+    const std::string endpoint = "127.0.0.1:" + std::to_string(native_->ports().at(0));
     auto c = EtcdClient::Connect(EtcdConnectionOptions(), "http://" + endpoint);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
@@ -239,7 +241,7 @@ class SnapshotterTest : public ::testing::Test {
   std::string root_;
   std::string temp_dir_;
   std::unique_ptr<server::EtcdServer> server_;
-  std::unique_ptr<server::GrpcServer> grpc_;
+  std::unique_ptr<server::NativeRpcServer> native_;
   std::unique_ptr<EtcdClient> client_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<SnapStore> store_;

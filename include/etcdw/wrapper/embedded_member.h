@@ -8,7 +8,6 @@
 #include "etcdw/common/config.h"
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
-#include "etcdw/server/grpc_server.h"
 #include "etcdw/server/native_rpc_server.h"
 #include "etcdw/wrapper/stop.h"
 
@@ -35,7 +34,6 @@ class EmbeddedMember {
   EmbeddedMember() = default;
   common::EtcdConfig config_;
   std::unique_ptr<server::EtcdServer> server_;
-  std::unique_ptr<server::GrpcServer> grpc_;
   std::unique_ptr<server::NativeRpcServer> native_;
 };
 
