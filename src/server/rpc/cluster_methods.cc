@@ -1,5 +1,5 @@
-// etcdserverpb.Cluster on the native server: the same checks as the gRPC library's service
-// (grpc/cluster_service.cc), the work done by EtcdServer; headers without a revision.
+// etcdserverpb.Cluster on the client API server: etcd's checks, the work done by EtcdServer;
+// headers without a revision, as etcd's.
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "method_table.h"
 

@@ -1,5 +1,5 @@
-// etcdserverpb.KV on the native server: the same checks as the gRPC library's service
-// (grpc/kv_service.cc), the work done by EtcdServer.
+// etcdserverpb.KV on the client API server: etcd's checks and headers, the work done by
+// EtcdServer.
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/common/etcd_errors.h"
 #include "method_table.h"

@@ -1,5 +1,5 @@
-// etcdserverpb.Lease on the native server: the same checks as the gRPC library's service
-// (grpc/lease_service.cc), the work done by EtcdServer.
+// etcdserverpb.Lease on the client API server: etcd's checks (learners refused, keepalives
+// renewed one at a time in order), the work done by EtcdServer.
 #include <deque>
 #include <mutex>
 

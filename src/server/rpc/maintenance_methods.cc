@@ -1,5 +1,5 @@
-// etcdserverpb.Maintenance on the native server: the same checks and headers as the gRPC
-// library's service (grpc/maintenance_service.cc), the work done by EtcdServer.
+// etcdserverpb.Maintenance on the client API server: etcd's checks and headers (none for
+// Alarm, Defragment and MoveLeader), the work done by EtcdServer.
 #include <algorithm>
 
 #include "etcd/etcdserverpb/rpc.pb.h"

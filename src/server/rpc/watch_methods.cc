@@ -1,9 +1,8 @@
-// etcdserverpb.Watch on the native server: one bidirectional stream carrying many watchers.
-// The stream's logic lives in WatchHub/WatchStream (as for the gRPC library's service,
-// grpc/watch_service.cc); this file connects it to an HTTP/2 stream. A response counts as
-// written once the transport took it (the client's flow-control window admitted it), so a
-// client that reads slowly fills its stream's queue and its watchers fall back to catching up
-// from history, as with the gRPC library.
+// etcdserverpb.Watch on the client API server: one bidirectional stream carrying many
+// watchers. The stream's logic lives in WatchHub/WatchStream; this file connects it to an
+// HTTP/2 stream. A response counts as written once the transport took it (the client's
+// flow-control window admitted it), so a client that reads slowly fills its stream's queue and
+// its watchers fall back to catching up from history.
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/server/watch_hub.h"
 #include "method_table.h"
