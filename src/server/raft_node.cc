@@ -285,7 +285,7 @@ bool RaftNode::StepHereOrWake(bool may_step) {
   if (may_step && CanReadLocally()) {
     std::unique_lock step(step_mu_, std::try_to_lock);
     if (step.owns_lock() && running_.load()) {
-      // A failure has stopped the node (Fail woke the loop to notice).
+      // A failing step stops the node itself (Fail wakes the loop to notice).
       Step(/*tick=*/false);
       return true;
     }
