@@ -41,6 +41,8 @@ std::string Response(int code, std::string_view reason, std::string_view sorted_
 }
 
 constexpr std::string_view kText = "text/plain; charset=utf-8";
+// What Go's server sets on the answers it writes itself (400, 431).
+constexpr std::string_view kTextHeader = "Content-Type: text/plain; charset=utf-8\r\n";
 // What Go's http.Error sets: plain text, not to be sniffed.
 constexpr std::string_view kErrorHeaders =
     "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n";
@@ -76,8 +78,7 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
 }
 
 std::string HeadTooLarge() {
-  return Response(431, "Request Header Fields Too Large",
-                  "Content-Type: text/plain; charset=utf-8\r\n",
+  return Response(431, "Request Header Fields Too Large", kTextHeader,
                   "431 Request Header Fields Too Large");
 }
 
@@ -91,8 +92,7 @@ void AnswerHttp1(EtcdServer& s, std::string_view in, std::function<void(std::str
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (eol == std::string_view::npos || sp2 == std::string_view::npos ||
       line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-    return done(Response(400, "Bad Request", "Content-Type: text/plain; charset=utf-8\r\n",
-                         "400 Bad Request"));
+    return done(Response(400, "Bad Request", kTextHeader, "400 Bad Request"));
   }
   const std::string_view method = line.substr(0, sp1);
   std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);

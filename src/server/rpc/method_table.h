@@ -56,20 +56,19 @@ class MethodTable {
   using OpenStream = std::function<std::unique_ptr<StreamCall>(const H2Connection::Request& req,
                                                                std::shared_ptr<StreamSink> sink)>;
 
-  void AddStream(std::string path, OpenStream open) { streams_[std::move(path)] = std::move(open); }
-  // Adds a streaming method whose streams RefuseStream may refuse at their start; otherwise
-  // `make(sink)` opens the call.
+  // Adds a streaming method. As etcd's stream interceptor does for every stream, RefuseStream
+  // may end a stream at its start; otherwise `make(sink)` opens the call.
   template <typename Make>
-  void AddRefusableStream(EtcdServer& server, std::string path, Make make) {
-    AddStream(std::move(path),
-              [&server, make](const H2Connection::Request& req,
-                              std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
-                if (auto refused = RefuseStream(server, req)) {
-                  sink->Finish(*refused);
-                  return nullptr;
-                }
-                return make(std::move(sink));
-              });
+  void AddStream(EtcdServer& server, std::string path, Make make) {
+    streams_[std::move(path)] =
+        [&server, make](const H2Connection::Request& req,
+                        std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
+      if (auto refused = RefuseStream(server, req)) {
+        sink->Finish(*refused);
+        return nullptr;
+      }
+      return make(std::move(sink));
+    };
   }
   const OpenStream* FindStream(const std::string& path) const {
     auto it = streams_.find(path);

@@ -97,7 +97,7 @@ class WatchCall final : public StreamCall {
 }  // namespace
 
 void AddWatchMethods(MethodTable& t, EtcdServer& s) {
-  t.AddRefusableStream(s, "/etcdserverpb.Watch/Watch", [&s](std::shared_ptr<StreamSink> sink) {
+  t.AddStream(s, "/etcdserverpb.Watch/Watch", [&s](std::shared_ptr<StreamSink> sink) {
     return std::make_unique<WatchCall>(s.watch_hub(), std::move(sink));
   });
 }
