@@ -42,6 +42,7 @@
 #include "etcdw/common/logging.h"
 #include "etcdw/common/thread_name.h"
 #include "frame.h"
+#include "frame_buffer.h"
 #include "stream.h"
 
 namespace etcdw::server {
@@ -251,7 +252,7 @@ struct PendingCall {
 };
 
 struct CallConn {
-  explicit CallConn(const Executor& ex) : idle_timer(ex) {}
+  CallConn(const Executor& ex, size_t max_payload) : in(max_payload), idle_timer(ex) {}
   bool established = false;  // the handshake was accepted
   bool closed = false;
   std::shared_ptr<DialOp> dial;
@@ -261,9 +262,7 @@ struct CallConn {
   std::string pending;  // request frames not yet handed to the socket
   std::string writing;  // the frames of the write in flight
   bool write_active = false;
-  std::array<uint8_t, kFrameHeaderSize> hdr{};
-  FrameHeader fh;
-  std::string payload;
+  FrameBuffer in;  // answers read and not yet handled
   asio::steady_timer idle_timer;
   uint64_t idle_gen = 0;  // bumped whenever the idle timer is re-armed or disarmed
 };
@@ -292,9 +291,13 @@ class CallPool : public std::enable_shared_from_this<CallPool> {
   void Dial(const std::shared_ptr<CallConn>& c, std::vector<common::Url> urls);
   void OnDialed(const std::shared_ptr<CallConn>& c, Status st, std::shared_ptr<Stream> s);
   void WriteMore(const std::shared_ptr<CallConn>& c);
-  void ReadHeader(const std::shared_ptr<CallConn>& c);
-  void OnHeader(const std::shared_ptr<CallConn>& c);
-  void OnPayload(const std::shared_ptr<CallConn>& c);
+  // Reads more answers, then completes their calls (OnAnswers).
+  void ReadAnswers(const std::shared_ptr<CallConn>& c);
+  void OnAnswers(const std::shared_ptr<CallConn>& c);
+  // False when `c` was lost (a corrupt answer).
+  bool OnAnswer(const std::shared_ptr<CallConn>& c, const Frame& f);
+  // Logs why `c` is out of step and closes it (Lost).
+  void Corrupt(const std::shared_ptr<CallConn>& c, const Status& why);
   void TimedOut(const std::shared_ptr<PendingCall>& call, milliseconds timeout);
   // Closes `c` and fails its calls with `why`.
   void Lost(const std::shared_ptr<CallConn>& c, const Status& why);
@@ -445,14 +448,17 @@ class InboundConn : public Closable, public std::enable_shared_from_this<Inbound
   void OnHello();
   void Reject(HandshakeResult r);
   void Accepted();
-  void ReadHeader();
-  void OnHeader();
-  void OnPayload();
-  void OnSnapshotHeader();
-  void OnSnapshotChunk();
-  void OnSnapshotEnd();
+  // Reads more of the stream, then hands out its frames (OnFrames).
+  void ReadFrames();
+  // Serves every whole frame buffered, then reads more unless a frame ended the reading.
+  void OnFrames();
+  // Serves one frame; false when the connection is closed or expects nothing more.
+  bool OnFrame(const Frame& f);
+  bool OnSnapshotHeader(std::string_view payload);
+  void OnSnapshotChunk(std::string_view payload);
+  void OnSnapshotEnd(std::string_view payload);
   void SendResult(bool ok, const std::string& why);
-  void OnCallRequest();
+  void OnCallRequest(std::string_view payload);
   void WriteResponses();
   void ServeClusterInfo();
   void Corrupt(const std::string& what);
@@ -469,9 +475,7 @@ class InboundConn : public Closable, public std::enable_shared_from_this<Inbound
   Handshake hs_;
   std::array<uint8_t, kHandshakeSize> hello_{};
   std::array<uint8_t, kAckSize> ack_{};
-  std::array<uint8_t, kFrameHeaderSize> hdr_{};
-  FrameHeader fh_;
-  std::string payload_;
+  FrameBuffer in_;
   raftpb::Message snap_msg_;
   std::unique_ptr<SnapshotSink> sink_;
   uint64_t snap_bytes_ = 0;
@@ -1128,7 +1132,7 @@ void CallPool::Start(const std::vector<common::Url>& urls, uint32_t method,
   bool dial = false;
   if (!c ||
       (c->calls.size() >= kCallsPerConnection && conns_.size() < t_->opts().max_call_connections)) {
-    c = std::make_shared<CallConn>(ex_);
+    c = std::make_shared<CallConn>(ex_, t_->opts().max_message_bytes);
     conns_.push_back(c);
     dial = true;
   }
@@ -1178,7 +1182,7 @@ void CallPool::OnDialed(const std::shared_ptr<CallConn>& c, Status st, std::shar
              {log::Hex("local-member-id", t_->opts().local_id), log::Hex("remote-peer-id", peer_),
               log::F("remote-address", c->stream->RemoteAddress()),
               log::F("tls", c->stream->is_tls()), log::F("connections", uint64_t{conns_.size()})});
-  ReadHeader(c);
+  ReadAnswers(c);
   WriteMore(c);
   MaybeIdle(c);  // every call may have timed out during the dial
 }
@@ -1203,50 +1207,41 @@ void CallPool::WriteMore(const std::shared_ptr<CallConn>& c) {
   });
 }
 
-void CallPool::ReadHeader(const std::shared_ptr<CallConn>& c) {
+void CallPool::ReadAnswers(const std::shared_ptr<CallConn>& c) {
   auto s = c->stream;
-  s->AsyncRead(asio::buffer(c->hdr), [self = shared_from_this(), c, s](const error_code& ec,
-                                                                       size_t) {
+  const FrameBuffer::Span room = c->in.Space();
+  s->AsyncReadSome(asio::buffer(room.data, room.size), [self = shared_from_this(), c, s](
+                                                           const error_code& ec, size_t n) {
     if (c->closed) return;
     if (ec) {
       return self->Lost(
           c, Unavailable("connection to peer " + HexId(self->peer_) + " lost: " + ErrorText(ec)));
     }
-    self->OnHeader(c);
+    c->in.Commit(n);
+    self->OnAnswers(c);
   });
 }
 
-void CallPool::OnHeader(const std::shared_ptr<CallConn>& c) {
-  c->fh = DecodeFrameHeader(c->hdr);
-  if (c->fh.type != static_cast<uint8_t>(FrameType::kCallResponse) ||
-      c->fh.length < kCallResponseOverhead || c->fh.length > t_->opts().max_message_bytes) {
-    log::Warn("closing call connection: bad frame from remote peer",
-              {log::Hex("local-member-id", t_->opts().local_id), log::Hex("remote-peer-id", peer_),
-               log::F("type", static_cast<int>(c->fh.type)), log::F("bytes", c->fh.length)});
-    return Lost(c, Unavailable("corrupt answer from peer " + HexId(peer_)));
+void CallPool::OnAnswers(const std::shared_ptr<CallConn>& c) {
+  for (;;) {
+    auto next = c->in.Next();
+    if (!next.ok()) return Corrupt(c, next.status());
+    if (!next->has_value()) break;
+    if (!OnAnswer(c, **next) || c->closed) return;
   }
-  c->payload.resize(c->fh.length);
-  auto s = c->stream;
-  s->AsyncRead(asio::buffer(c->payload), [self = shared_from_this(), c, s](const error_code& ec,
-                                                                           size_t) {
-    if (c->closed) return;
-    if (ec) {
-      return self->Lost(
-          c, Unavailable("connection to peer " + HexId(self->peer_) + " lost: " + ErrorText(ec)));
-    }
-    self->OnPayload(c);
-  });
+  MaybeIdle(c);
+  ReadAnswers(c);
 }
 
-void CallPool::OnPayload(const std::shared_ptr<CallConn>& c) {
-  auto resp = common::Crc32c(0, c->payload) == c->fh.crc
-                  ? DecodeCallResponse(c->payload)
-                  : Result<CallResponse>(DataLoss("checksum mismatch"));
+bool CallPool::OnAnswer(const std::shared_ptr<CallConn>& c, const Frame& f) {
+  if (f.type != static_cast<uint8_t>(FrameType::kCallResponse)) {
+    Corrupt(c, DataLoss("unexpected frame type " + std::to_string(f.type)));
+    return false;
+  }
+  auto resp = DecodeCallResponse(f.payload);
   if (!resp.ok()) {
-    log::Warn("closing call connection: corrupt answer from remote peer",
-              {log::Hex("local-member-id", t_->opts().local_id), log::Hex("remote-peer-id", peer_),
-               log::F("error", resp.status().message())});
-    return Lost(c, Unavailable("corrupt answer from peer " + HexId(peer_)));
+    Corrupt(c, resp.status());
+    return false;
   }
   auto it = c->calls.find(resp->id);
   if (it != c->calls.end()) {
@@ -1254,10 +1249,14 @@ void CallPool::OnPayload(const std::shared_ptr<CallConn>& c) {
     c->calls.erase(it);
     Complete(*call, std::move(resp->reply.status), std::string(resp->reply.payload));
   }  // else: the call timed out; its late answer is dropped
-  if (c->closed) return;
-  if (c->payload.capacity() > kKeepCapacity) std::string().swap(c->payload);
-  MaybeIdle(c);
-  ReadHeader(c);
+  return true;
+}
+
+void CallPool::Corrupt(const std::shared_ptr<CallConn>& c, const Status& why) {
+  log::Warn("closing call connection: corrupt answer from remote peer",
+            {log::Hex("local-member-id", t_->opts().local_id), log::Hex("remote-peer-id", peer_),
+             log::F("error", why.message())});
+  Lost(c, Unavailable("corrupt answer from peer " + HexId(peer_)));
 }
 
 void CallPool::TimedOut(const std::shared_ptr<PendingCall>& call, milliseconds timeout) {
@@ -1489,7 +1488,8 @@ InboundConn::InboundConn(TransportImpl* t, const common::Url& url, Tcp::socket s
     : t_(t),
       url_(url),
       stream_(MakeInboundStream(t, url, std::move(sock))),
-      timer_(stream_->socket().get_executor()) {}
+      timer_(stream_->socket().get_executor()),
+      in_(t->opts().max_message_bytes) {}
 
 void InboundConn::Start() {
   asio::post(executor(), [self = shared_from_this()] {
@@ -1632,15 +1632,27 @@ void InboundConn::Accepted() {
   } else {
     phase_ = Phase::kSnapshotHeader;
   }
-  ReadHeader();
+  ReadFrames();
 }
 
-void InboundConn::ReadHeader() {
-  stream_->AsyncRead(asio::buffer(hdr_), [self = shared_from_this()](const error_code& ec, size_t) {
-    if (self->closed_) return;
-    if (ec) return self->Closed(ec);
-    self->OnHeader();
-  });
+void InboundConn::ReadFrames() {
+  const FrameBuffer::Span room = in_.Space();
+  stream_->AsyncReadSome(asio::buffer(room.data, room.size),
+                         [self = shared_from_this()](const error_code& ec, size_t n) {
+                           if (self->closed_) return;
+                           if (ec) return self->Closed(ec);
+                           self->in_.Commit(n);
+                           self->OnFrames();
+                         });
+}
+
+void InboundConn::OnFrames() {
+  for (;;) {
+    auto next = in_.Next();
+    if (!next.ok()) return Corrupt(next.status().message());
+    if (!next->has_value()) return ReadFrames();
+    if (!OnFrame(**next)) return;
+  }
 }
 
 void InboundConn::Closed(const error_code& ec) {
@@ -1678,71 +1690,60 @@ void InboundConn::Corrupt(const std::string& what) {
   Close();
 }
 
-void InboundConn::OnHeader() {
-  fh_ = DecodeFrameHeader(hdr_);
-  if (fh_.length > t_->opts().max_message_bytes) {
-    return Corrupt("frame of " + std::to_string(fh_.length) + " bytes exceeds max-message-bytes (" +
-                   std::to_string(t_->opts().max_message_bytes) + ")");
-  }
+bool InboundConn::OnFrame(const Frame& f) {
   bool expected = false;
   switch (phase_) {
     case Phase::kMessages:
-      expected = fh_.type == static_cast<uint8_t>(FrameType::kMessage);
+      expected = f.type == static_cast<uint8_t>(FrameType::kMessage);
       break;
     case Phase::kSnapshotHeader:
-      expected = fh_.type == static_cast<uint8_t>(FrameType::kSnapshotHeader);
+      expected = f.type == static_cast<uint8_t>(FrameType::kSnapshotHeader);
       break;
     case Phase::kSnapshotData:
-      expected = fh_.type == static_cast<uint8_t>(FrameType::kSnapshotChunk) ||
-                 fh_.type == static_cast<uint8_t>(FrameType::kSnapshotEnd);
+      expected = f.type == static_cast<uint8_t>(FrameType::kSnapshotChunk) ||
+                 f.type == static_cast<uint8_t>(FrameType::kSnapshotEnd);
       break;
     case Phase::kCalls:
-      expected = fh_.type == static_cast<uint8_t>(FrameType::kCallRequest);
+      expected = f.type == static_cast<uint8_t>(FrameType::kCallRequest);
       break;
     default:
       break;
   }
-  if (!expected) return Corrupt("unexpected frame type " + std::to_string(fh_.type));
-  payload_.resize(fh_.length);
-  stream_->AsyncRead(asio::buffer(payload_),
-                     [self = shared_from_this()](const error_code& ec, size_t) {
-                       if (self->closed_) return;
-                       if (ec) return self->Closed(ec);
-                       self->OnPayload();
-                     });
-}
-
-void InboundConn::OnPayload() {
-  if (common::Crc32c(0, payload_) != fh_.crc) return Corrupt("checksum mismatch");
-  switch (static_cast<FrameType>(fh_.type)) {
+  if (!expected) {
+    Corrupt("unexpected frame type " + std::to_string(f.type));
+    return false;
+  }
+  switch (static_cast<FrameType>(f.type)) {
     case FrameType::kMessage: {
       raftpb::Message m;
-      if (!m.ParseFromString(payload_)) return Corrupt("undecodable message");
+      if (!m.ParseFromArray(f.payload.data(), static_cast<int>(f.payload.size()))) {
+        Corrupt("undecodable message");
+        return false;
+      }
       t_->OnMessage(std::move(m));
-      break;
+      return true;
     }
     case FrameType::kSnapshotHeader:
-      return OnSnapshotHeader();
+      return OnSnapshotHeader(f.payload);
     case FrameType::kSnapshotChunk:
-      OnSnapshotChunk();
-      if (closed_ || phase_ != Phase::kSnapshotData) return;
-      break;
+      OnSnapshotChunk(f.payload);
+      return !closed_ && phase_ == Phase::kSnapshotData;
     case FrameType::kSnapshotEnd:
-      return OnSnapshotEnd();
+      OnSnapshotEnd(f.payload);
+      return false;
     case FrameType::kCallRequest:
-      OnCallRequest();
-      if (closed_) return;
-      break;
+      OnCallRequest(f.payload);
+      return !closed_;
     default:
-      return Corrupt("unexpected frame type");
+      return false;  // not expected in any phase (checked above)
   }
-  if (payload_.capacity() > kKeepCapacity) std::string().swap(payload_);
-  ReadHeader();
 }
 
-void InboundConn::OnSnapshotHeader() {
-  if (!snap_msg_.ParseFromString(payload_) || snap_msg_.type() != raftpb::MSG_SNAP) {
-    return Corrupt("snapshot stream does not start with a MsgSnap");
+bool InboundConn::OnSnapshotHeader(std::string_view payload) {
+  if (!snap_msg_.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
+      snap_msg_.type() != raftpb::MSG_SNAP) {
+    Corrupt("snapshot stream does not start with a MsgSnap");
+    return false;
   }
   log::Info(
       "receiving database snapshot from remote peer",
@@ -1750,21 +1751,24 @@ void InboundConn::OnSnapshotHeader() {
        log::F("index", snap_msg_.snapshot().metadata().index()),
        log::F("term", snap_msg_.snapshot().metadata().term())});
   sink_ = t_->OnSnapshot(snap_msg_);
-  if (!sink_) return SendResult(false, "snapshot refused by the receiver");
+  if (!sink_) {
+    SendResult(false, "snapshot refused by the receiver");
+    return false;
+  }
   phase_ = Phase::kSnapshotData;
-  ReadHeader();
+  return true;
 }
 
-void InboundConn::OnSnapshotChunk() {
-  snap_crc_ = common::Crc32c(snap_crc_, payload_);
-  snap_bytes_ += payload_.size();
-  Status st = sink_->Write(payload_);
+void InboundConn::OnSnapshotChunk(std::string_view payload) {
+  snap_crc_ = common::Crc32c(snap_crc_, payload);
+  snap_bytes_ += payload.size();
+  Status st = sink_->Write(payload);
   if (!st.ok()) SendResult(false, "snapshot sink: " + st.ToString());
 }
 
-void InboundConn::OnSnapshotEnd() {
-  if (payload_.size() != kSnapshotEndSize) return Corrupt("bad snapshot end frame");
-  const auto* p = reinterpret_cast<const uint8_t*>(payload_.data());
+void InboundConn::OnSnapshotEnd(std::string_view payload) {
+  if (payload.size() != kSnapshotEndSize) return Corrupt("bad snapshot end frame");
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
   if (GetU64(p) != snap_bytes_ || GetU32(p + 8) != snap_crc_) {
     return SendResult(false, "snapshot size or checksum mismatch");
   }
@@ -1796,8 +1800,8 @@ void InboundConn::SendResult(bool ok, const std::string& why) {
                       [self = shared_from_this()](const error_code&, size_t) { self->Close(); });
 }
 
-void InboundConn::OnCallRequest() {
-  auto req = DecodeCallRequest(payload_);
+void InboundConn::OnCallRequest(std::string_view payload) {
+  auto req = DecodeCallRequest(payload);
   if (!req.ok()) return Corrupt(req.status().message());
   const uint64_t id = req->id;
   ++calls_in_flight_;  // until QueueResponse

@@ -53,6 +53,16 @@ class Stream {
     }
   }
 
+  // Reads what has arrived into `buffers` (at least one byte; waits for it).
+  template <typename Buffers, typename Handler>
+  void AsyncReadSome(const Buffers& buffers, Handler&& handler) {
+    if (tls_) {
+      tls_->async_read_some(buffers, std::forward<Handler>(handler));
+    } else {
+      tcp_->async_read_some(buffers, std::forward<Handler>(handler));
+    }
+  }
+
   // Closes the socket (no TLS close_notify); pending operations complete with an error.
   void Close() {
     boost::system::error_code ec;
