@@ -39,9 +39,11 @@
 //   u32 status code | u32 message length | message | serialized cluster information
 // and closes the connection.
 //
-// Threads: the transport runs its own threads (two). Handler callbacks run on them: callbacks
-// about different connections may run concurrently, those about one connection run one at a
-// time, in order. No callback runs after Stop() returns; Stop() must not be called from one.
+// Threads: the transport runs its own thread. Handler callbacks run on it: those about one
+// connection run one at a time, in order (those about different connections may run
+// concurrently should the transport ever run more threads). Callbacks must not block: on_call
+// answers later through `respond` when its answer takes time, or every connection waits. No
+// callback runs after Stop() returns; Stop() must not be called from one.
 #pragma once
 
 #include <chrono>
@@ -106,13 +108,13 @@ struct PeerTransportHandler {
   // MsgSnap) or failed. Once per SendSnapshot, unless Stop() comes first.
   std::function<void(uint64_t peer, bool ok)> on_snapshot_sent;
   // A peer calls `method` here; answer by calling `respond` exactly once, from any thread (it may
-  // be later, e.g. after a Raft round). on_call itself should return promptly: the next request
-  // on the same connection waits for it. The status (code and message) and the answer reach the
-  // caller verbatim. `respond` may be copied; only its first invocation counts. Destroying every
-  // copy without calling it answers Unavailable ("the peer dropped the call"). After Stop(), or
-  // once the caller's connection is gone, `respond` does nothing (it stays safe to call, even
-  // after the transport is destroyed). An answer larger than max_message_bytes is replaced by a
-  // ResourceExhausted error. Without on_call, calls fail with Unimplemented.
+  // be later, e.g. after a Raft round). on_call itself must return promptly: it runs on the
+  // transport's thread, which every connection waits for. The status (code and message) and the
+  // answer reach the caller verbatim. `respond` may be copied; only its first invocation counts.
+  // Destroying every copy without calling it answers Unavailable ("the peer dropped the call").
+  // After Stop(), or once the caller's connection is gone, `respond` does nothing (it stays safe to
+  // call, even after the transport is destroyed). An answer larger than max_message_bytes is
+  // replaced by a ResourceExhausted error. Without on_call, calls fail with Unimplemented.
   std::function<void(uint32_t method, std::string payload,
                      std::function<void(etcdw::Status, std::string)> respond)>
       on_call;
