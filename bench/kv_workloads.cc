@@ -13,9 +13,11 @@ const std::string kValue(256, 'v');
 
 // Puts of 256-byte values on random keys of a 100k key space.
 Outcome Puts(Target& target, int clients, int connections, const BenchOptions& opts) {
+  std::string error;
   StartOp start = RandomPuts(
       target, clients, connections, 1, [](uint64_t r) { return KeyName("/put/", r % kKeySpace); },
-      [] { return kValue; });
+      [] { return kValue; }, &error);
+  if (!start) return Outcome{.error = error};
   return MeasureLoad(target, clients, start, opts);
 }
 
@@ -24,21 +26,18 @@ Outcome Puts(Target& target, int clients, int connections, const BenchOptions& o
 Outcome RangeLoad(Target& target, int clients, const etcdserverpb::RangeRequest& req,
                   const std::function<std::string(const etcdserverpb::RangeResponse&)>& check,
                   const BenchOptions& opts) {
-  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(16));
-  struct Slot {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    etcdserverpb::RangeResponse resp;
-  };
-  std::vector<Slot> slots(static_cast<size_t>(clients));
+  std::string error;
+  auto client = target.UnaryClient(16, &error);
+  if (!client) return Outcome{.error = error};
+  std::vector<etcdserverpb::RangeResponse> responses(static_cast<size_t>(clients));
   StartOp start = [&](int c, Done done) {
-    Slot& s = slots[static_cast<size_t>(c)];
-    s.ctx = NewContext();
-    stubs[static_cast<size_t>(c) % stubs.size()]->async()->Range(
-        s.ctx.get(), &req, &s.resp, [&s, &check, done](grpc::Status st) {
-          if (!st.ok()) return done(false, st.error_message());
-          std::string wrong = check(s.resp);
-          done(wrong.empty(), wrong);
-        });
+    auto* resp = &responses[static_cast<size_t>(c)];
+    client->Call(static_cast<size_t>(c), kRangePath, req, resp,
+                 [resp, &check, done](bool ok, const std::string& error) {
+                   if (!ok) return done(false, error);
+                   std::string wrong = check(*resp);
+                   done(wrong.empty(), wrong);
+                 });
   };
   return MeasureLoad(target, clients, start, opts);
 }
@@ -91,9 +90,9 @@ Outcome CompareAndSwap(Target& target, const BenchOptions& opts) {
           target, kKeys, [](uint64_t i) { return KeyName("/cas/", i); }, kValue, 8, &error)) {
     return Outcome{.error = "preload: " + error};
   }
-  auto stubs = Stubs<etcdserverpb::KV>(target.Channels(kConnections));
+  auto client = target.UnaryClient(kConnections, &error);
+  if (!client) return Outcome{.error = error};
   struct Slot {
-    std::unique_ptr<grpc::ClientContext> ctx;
     etcdserverpb::RangeRequest range;
     etcdserverpb::RangeResponse range_resp;
     etcdserverpb::TxnRequest txn;
@@ -104,24 +103,23 @@ Outcome CompareAndSwap(Target& target, const BenchOptions& opts) {
   for (size_t i = 0; i < slots.size(); ++i) slots[i].rng.seed(i + 7);
   StartOp start = [&](int c, Done done) {
     Slot& s = slots[static_cast<size_t>(c)];
-    auto* stub = stubs[static_cast<size_t>(c) % stubs.size()].get();
-    s.ctx = NewContext();
+    const auto conn = static_cast<size_t>(c);
     s.range.set_key(KeyName("/cas/", s.rng() % kKeys));
-    stub->async()->Range(s.ctx.get(), &s.range, &s.range_resp, [&s, stub, done](grpc::Status st) {
-      if (!st.ok()) return done(false, st.error_message());
-      if (s.range_resp.kvs_size() != 1) return done(false, "key not found");
-      s.txn.Clear();
-      auto* cmp = s.txn.add_compare();
-      cmp->set_key(s.range.key());
-      cmp->set_target(etcdserverpb::Compare::MOD);
-      cmp->set_result(etcdserverpb::Compare::EQUAL);
-      cmp->set_mod_revision(s.range_resp.kvs(0).mod_revision());
-      auto* put = s.txn.add_success()->mutable_request_put();
-      put->set_key(s.range.key());
-      put->set_value(kValue);
-      s.ctx = NewContext();
-      stub->async()->Txn(s.ctx.get(), &s.txn, &s.txn_resp, OnStatus(done));
-    });
+    client->Call(conn, kRangePath, s.range, &s.range_resp,
+                 [&s, &client, conn, done](bool ok, const std::string& error) {
+                   if (!ok) return done(false, error);
+                   if (s.range_resp.kvs_size() != 1) return done(false, "key not found");
+                   s.txn.Clear();
+                   auto* cmp = s.txn.add_compare();
+                   cmp->set_key(s.range.key());
+                   cmp->set_target(etcdserverpb::Compare::MOD);
+                   cmp->set_result(etcdserverpb::Compare::EQUAL);
+                   cmp->set_mod_revision(s.range_resp.kvs(0).mod_revision());
+                   auto* put = s.txn.add_success()->mutable_request_put();
+                   put->set_key(s.range.key());
+                   put->set_value(kValue);
+                   client->Call(conn, kTxnPath, s.txn, &s.txn_resp, done);
+                 });
   };
   return MeasureLoad(target, kClients, start, opts);
 }

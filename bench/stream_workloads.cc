@@ -120,6 +120,7 @@ Outcome WatchFanOut(Target& target, const BenchOptions& opts) {
     return Outcome{.error = "watches were not created"};
   }
   // Each value starts with the time it was sent: the watchers measure delivery latency from it.
+  std::string error;
   StartOp start = RandomPuts(
       target, kPutters, kPutConnections, 11, [&](uint64_t r) { return KeyName(prefix, r % 1000); },
       [] {
@@ -127,7 +128,12 @@ Outcome WatchFanOut(Target& target, const BenchOptions& opts) {
         const int64_t sent = NowNanos();
         std::memcpy(value.data(), &sent, sizeof sent);
         return value;
-      });
+      },
+      &error);
+  if (!start) {
+    stop_all();
+    return Outcome{.error = error};
+  }
   // The putters' window is the watchers' window; the figures are the watchers'.
   Outcome out = MeasureLoad(target, kPutters, start, opts,
                             {[&] { measuring = true; }, [&] { measuring = false; }});

@@ -31,4 +31,10 @@ std::vector<std::shared_ptr<grpc::Channel>> Target::Channels(int count) {
   return out;
 }
 
+std::shared_ptr<GrpcUnaryClient> Target::UnaryClient(int count, std::string* error) {
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < count; ++i) endpoints.push_back(member(i % size()).endpoint());
+  return GrpcUnaryClient::Connect(endpoints, error);
+}
+
 }  // namespace etcdw::bench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "grpc_unary_client.h"
 #include "servers.h"
 
 namespace etcdw::bench {
@@ -33,6 +34,9 @@ class Target {
   std::shared_ptr<grpc::Channel> NewChannel(int i);
   // `count` connections, spread over the members round-robin.
   std::vector<std::shared_ptr<grpc::Channel>> Channels(int count);
+  // The load generator's unary client with `count` connections, spread over the members
+  // round-robin; nullptr with *error when a connection fails.
+  std::shared_ptr<GrpcUnaryClient> UnaryClient(int count, std::string* error);
 
  private:
   Member::Kind kind_;

@@ -21,32 +21,31 @@ std::function<void(grpc::Status)> OnStatus(Done done) {
 }
 
 StartOp RandomPuts(Target& target, int clients, int connections, uint64_t seed,
-                   std::function<std::string(uint64_t)> key, std::function<std::string()> value) {
+                   std::function<std::string(uint64_t)> key, std::function<std::string()> value,
+                   std::string* error) {
   struct Slot {
-    std::unique_ptr<grpc::ClientContext> ctx;
     etcdserverpb::PutRequest req;
     etcdserverpb::PutResponse resp;
     std::mt19937_64 rng;
   };
   struct State {
-    std::vector<std::unique_ptr<etcdserverpb::KV::Stub>> stubs;
+    std::shared_ptr<GrpcUnaryClient> client;
     std::vector<Slot> slots;
     std::function<std::string(uint64_t)> key;
     std::function<std::string()> value;
   };
   auto st = std::make_shared<State>();
-  st->stubs = Stubs<etcdserverpb::KV>(target.Channels(connections));
+  st->client = target.UnaryClient(connections, error);
+  if (!st->client) return StartOp();
   st->slots.resize(static_cast<size_t>(clients));
   for (size_t i = 0; i < st->slots.size(); ++i) st->slots[i].rng.seed(seed + i);
   st->key = std::move(key);
   st->value = std::move(value);
   return [st](int c, Done done) {
     Slot& s = st->slots[static_cast<size_t>(c)];
-    s.ctx = NewContext();
     s.req.set_key(st->key(s.rng()));
     s.req.set_value(st->value());
-    st->stubs[static_cast<size_t>(c) % st->stubs.size()]->async()->Put(s.ctx.get(), &s.req, &s.resp,
-                                                                       OnStatus(std::move(done)));
+    st->client->Call(static_cast<size_t>(c), kPutPath, s.req, &s.resp, std::move(done));
   };
 }
 

@@ -81,10 +81,17 @@ std::function<void(grpc::Status)> OnStatus(Done done);
 std::unique_ptr<grpc::ClientContext> NewContext(
     std::chrono::seconds timeout = std::chrono::seconds(30));
 
+// gRPC method paths for the unary client.
+inline constexpr const char* kPutPath = "/etcdserverpb.KV/Put";
+inline constexpr const char* kRangePath = "/etcdserverpb.KV/Range";
+inline constexpr const char* kTxnPath = "/etcdserverpb.KV/Txn";
+
 // Closed-loop puts for `clients` loops over `connections`: each put goes to key(r), r a random
-// number of the client's own generator (seeded from `seed`), with value() as its value.
+// number of the client's own generator (seeded from `seed`), with value() as its value. An
+// empty StartOp with *error when the connections cannot be opened.
 StartOp RandomPuts(Target& target, int clients, int connections, uint64_t seed,
-                   std::function<std::string(uint64_t)> key, std::function<std::string()> value);
+                   std::function<std::string(uint64_t)> key, std::function<std::string()> value,
+                   std::string* error);
 
 // Puts `count` keys key_fn(i) with value_fn(i) in Txns of up to 100 puts (etcd's limit is 128)
 // over `clients` loops; false with the first error.
