@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,6 +216,24 @@ Result<MappedFile> MappedFile::Map(int fd, size_t size, const std::string& what)
 
 MappedFile::~MappedFile() {
   if (addr_) ::munmap(addr_, size_);
+}
+
+Status WriteSyncedAt(int fd, std::string_view data, uint64_t offset, const std::string& what) {
+  while (!data.empty()) {
+    iovec iov{const_cast<char*>(data.data()), data.size()};
+    const ssize_t n = ::pwritev2(fd, &iov, 1, static_cast<off_t>(offset), RWF_DSYNC);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EOPNOTSUPP || errno == EINVAL) {
+        ETCDW_RETURN_IF_ERROR(WriteAt(fd, data, offset, what));
+        return SyncData(fd, what);
+      }
+      return Errno("write " + what);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
 }
 
 Status SyncData(int fd, const std::string& what) {

@@ -75,6 +75,10 @@ bool ParseSegmentName(std::string_view name, uint64_t* seq, uint64_t* first_inde
 // Creates (or truncates) `path` as `bytes` zeros and syncs it.
 Status CreateZeroed(const std::string& path, uint64_t bytes);
 Status WriteAt(int fd, std::string_view data, uint64_t offset, const std::string& what);
+// Writes `data` at `offset` and makes it durable: one pwritev2(RWF_DSYNC) per piece, which syncs
+// only the written range (earlier unsynced writes to the file need SyncData); a kernel or file
+// system without RWF_DSYNC gets pwrite and fdatasync.
+Status WriteSyncedAt(int fd, std::string_view data, uint64_t offset, const std::string& what);
 Status ReadAt(int fd, char* buf, size_t n, uint64_t offset, const std::string& what);
 Status SyncData(int fd, const std::string& what);
 

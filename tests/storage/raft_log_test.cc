@@ -1,6 +1,8 @@
 #include "etcdw/storage/raft_log.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "etcdw/storage/engine.h"
+#include "storage/raft_log_format.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::storage {
@@ -90,8 +93,9 @@ class RaftLogTest : public testing::Test {
     return r;
   }
 
-  void Append(const std::vector<raftpb::Entry>& entries, const raftpb::HardState* hs = nullptr) {
-    Status st = log_->Append(entries, hs, /*sync=*/true);
+  void Append(const std::vector<raftpb::Entry>& entries, const raftpb::HardState* hs = nullptr,
+              bool sync = true) {
+    Status st = log_->Append(entries, hs, sync);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
@@ -332,7 +336,9 @@ TEST_F(RaftLogTest, AgreesWithAModelThroughRollOversConflictsAndReopens) {
       for (const auto& e : es) model[e.index()] = e.term();
       hs.set_term(term);
       hs.set_commit(from - 1);
-      Append(es, &hs);
+      // Unsynced appends too: a synced one after them syncs the whole file, one after a synced
+      // append only its own write.
+      Append(es, &hs, rng() % 3 != 0);
     } else if (op < 9 && last >= first) {  // compact a prefix
       const uint64_t to = first + rng() % (last - first + 1);
       Compact(to);
@@ -536,6 +542,34 @@ TEST_F(RaftLogMigrationTest, ADamagedLegacyLogIsDataLossAndStaysWhereItIs) {
   EXPECT_EQ(st.message(), "raft log entry 5 is missing or corrupt");
   EXPECT_FALSE(fs::exists(dir()));
   EXPECT_TRUE(LegacyLeft());
+}
+
+}  // namespace
+}  // namespace etcdw::storage
+
+namespace etcdw::storage {
+namespace {
+
+TEST(RaftLogFormatTest, ASyncedWriteLandsAtItsOffset) {
+  testsupport::ScratchDir dir("raft-log-format");
+  const std::string path = dir.path() + "/file";
+  ASSERT_TRUE(raft_log_format::CreateZeroed(path, 4096).ok());
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(raft_log_format::WriteSyncedAt(fd, "synced", 100, path).ok());
+  ASSERT_TRUE(raft_log_format::WriteAt(fd, "plain", 200, path).ok());
+  char buf[4096];
+  ASSERT_TRUE(raft_log_format::ReadAt(fd, buf, sizeof buf, 0, path).ok());
+  ::close(fd);
+  EXPECT_EQ(std::string(buf + 100, 6), "synced");
+  EXPECT_EQ(std::string(buf + 200, 5), "plain");
+  EXPECT_EQ(std::string(buf + 106, 94), std::string(94, '\0'));
+  EXPECT_EQ(std::filesystem::file_size(path), 4096u);  // an overwrite: the size stays
+  const int bad = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  Status st = raft_log_format::WriteSyncedAt(bad, "x", 0, path);
+  ::close(bad);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.ToString();
 }
 
 }  // namespace
