@@ -15,6 +15,12 @@ void NameThisThread(std::string_view name) {
   (void)pthread_setname_np(pthread_self(), cut.c_str());
 }
 
+void NameThread(std::thread& t, std::string_view name) {
+  std::string cut(name.substr(0, kMaxName));
+  // A thread that already ended cannot be named (ENOENT); nothing lists it any more.
+  (void)pthread_setname_np(t.native_handle(), cut.c_str());
+}
+
 std::string ThisThreadName() {
   char buf[kMaxName + 1] = {};
   if (pthread_getname_np(pthread_self(), buf, sizeof buf) != 0) return "";

@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -38,6 +40,25 @@ TEST(ThreadNameTest, NamedThreadRunsItsBodyUnderItsName) {
   std::thread t = NamedThread("watch-sender", [&] { inside = ThisThreadName(); });
   t.join();
   EXPECT_EQ(inside, "watch-sender");
+}
+
+TEST(ThreadNameTest, ANamedThreadIsListedUnderItsNameWhenItsStartReturns) {
+  // Listed once, at once: a start that left the naming to the new thread alone failed this
+  // whenever the thread had not run yet (a test listing a member's threads right after its
+  // start saw one unnamed).
+  std::atomic<bool> go{false};
+  std::thread t = NamedThread("member-ticker", [&] {
+    while (!go.load()) std::this_thread::yield();
+  });
+  int listed = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (CommOf(static_cast<pid_t>(std::stoi(e.path().filename().string()))) == "member-ticker") {
+      ++listed;
+    }
+  }
+  go = true;
+  t.join();
+  EXPECT_EQ(listed, 1);
 }
 
 TEST(ThreadNameTest, LongNamesAreCutToFifteenBytes) {

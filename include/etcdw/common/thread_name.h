@@ -15,13 +15,19 @@ void NameThisThread(std::string_view name);
 // The calling thread's name ("" if it cannot be read).
 std::string ThisThreadName();
 
-// Starts a thread that names itself `name`, then runs `body`.
+// Names `t` (a thread not yet joined); cut as NameThisThread cuts.
+void NameThread(std::thread& t, std::string_view name);
+
+// Starts a thread named `name` that runs `body`. The name is set before this returns (whoever
+// lists the threads next sees it) and by the thread itself before `body`.
 template <typename Body>
 std::thread NamedThread(std::string name, Body body) {
-  return std::thread([name = std::move(name), body = std::move(body)]() mutable {
+  std::thread t([name, body = std::move(body)]() mutable {
     NameThisThread(name);
     body();
   });
+  NameThread(t, name);
+  return t;
 }
 
 }  // namespace etcdw::common
