@@ -211,7 +211,7 @@ void GrpcUnaryClient::Start(Submit s) {
     due_.push_back({std::move(s.reply), false, c.dead, {}});
     return;
   }
-  auto* stream = new Conn::Stream{std::move(s.body), 0, {}, 0, -1, {}, std::move(s.reply)};
+  auto* stream = new Conn::Stream{.body = std::move(s.body), .reply = std::move(s.reply)};
   auto nv = [](const char* name, const std::string_view value) {
     return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name)),
                       reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),

@@ -32,6 +32,26 @@ struct Countdown {
   }
 };
 
+// One call, waited for: whether its reply came, and what it said.
+struct Answer {
+  bool replied = false;
+  bool ok = false;
+  std::string error;
+};
+template <typename Request, typename Response>
+Answer CallAndWait(GrpcUnaryClient& client, size_t conn, const char* path, const Request& req,
+                   Response* resp) {
+  Answer a;
+  Countdown one(1);
+  client.Call(conn, path, req, resp, [&](bool ok, const std::string& error) {
+    a.ok = ok;
+    a.error = error;
+    one.Done();
+  });
+  a.replied = one.Wait();
+  return a;
+}
+
 class GrpcUnaryClientTest : public ::testing::TestWithParam<Member::Kind> {};
 
 TEST_P(GrpcUnaryClientTest, AnswersErrorsAndManyCallsAtOnce) {
@@ -45,15 +65,9 @@ TEST_P(GrpcUnaryClientTest, AnswersErrorsAndManyCallsAtOnce) {
   put.set_key("k");
   put.set_value("v1");
   etcdserverpb::PutResponse put_resp;
-  Countdown one(1);
-  bool ok = false;
-  client->Call(0, "/etcdserverpb.KV/Put", put, &put_resp, [&](bool o, const std::string& e) {
-    ok = o;
-    error = e;
-    one.Done();
-  });
-  ASSERT_TRUE(one.Wait());
-  ASSERT_TRUE(ok) << error;
+  Answer a = CallAndWait(*client, 0, "/etcdserverpb.KV/Put", put, &put_resp);
+  ASSERT_TRUE(a.replied);
+  ASSERT_TRUE(a.ok) << a.error;
   EXPECT_GT(put_resp.header().revision(), 1);
 
   // A gRPC error carries its status and message.
@@ -61,15 +75,10 @@ TEST_P(GrpcUnaryClientTest, AnswersErrorsAndManyCallsAtOnce) {
   future.set_key("k");
   future.set_revision(put_resp.header().revision() + 100);
   etcdserverpb::RangeResponse range_resp;
-  Countdown failed(1);
-  client->Call(1, "/etcdserverpb.KV/Range", future, &range_resp, [&](bool o, const std::string& e) {
-    ok = o;
-    error = e;
-    failed.Done();
-  });
-  ASSERT_TRUE(failed.Wait());
-  EXPECT_FALSE(ok);
-  EXPECT_EQ(error, "grpc-status 11: etcdserver: mvcc: required revision is a future revision");
+  a = CallAndWait(*client, 1, "/etcdserverpb.KV/Range", future, &range_resp);
+  ASSERT_TRUE(a.replied);
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.error, "grpc-status 11: etcdserver: mvcc: required revision is a future revision");
 
   // Many calls in flight on both connections, each answered with its own key's value; each
   // reply starts the next call of its loop from the client's thread.
@@ -104,16 +113,11 @@ TEST_P(GrpcUnaryClientTest, AnswersErrorsAndManyCallsAtOnce) {
   }
 
   // An unknown method: gRPC's Unimplemented.
-  Countdown unknown(1);
-  client->Call(0, "/etcdserverpb.KV/NoSuchMethod", std::string(),
-               [&](bool o, const std::string& e, std::string_view) {
-                 ok = o;
-                 error = e;
-                 unknown.Done();
-               });
-  ASSERT_TRUE(unknown.Wait());
-  EXPECT_FALSE(ok);
-  EXPECT_EQ(error.rfind("grpc-status 12: ", 0), 0u) << error;
+  a = CallAndWait(*client, 0, "/etcdserverpb.KV/NoSuchMethod", etcdserverpb::RangeRequest(),
+                  &range_resp);
+  ASSERT_TRUE(a.replied);
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.error.rfind("grpc-status 12: ", 0), 0u) << a.error;
 }
 
 TEST_P(GrpcUnaryClientTest, ACallToAStoppedServerFailsAndDestructionDropsRepliesDue) {
@@ -126,16 +130,10 @@ TEST_P(GrpcUnaryClientTest, ACallToAStoppedServerFailsAndDestructionDropsReplies
   etcdserverpb::RangeRequest req;
   req.set_key("k");
   etcdserverpb::RangeResponse resp;
-  Countdown failed(1);
-  bool ok = true;
-  client->Call(0, "/etcdserverpb.KV/Range", req, &resp, [&](bool o, const std::string& e) {
-    ok = o;
-    error = e;
-    failed.Done();
-  });
-  ASSERT_TRUE(failed.Wait());
-  EXPECT_FALSE(ok);
-  EXPECT_FALSE(error.empty());
+  const Answer a = CallAndWait(*client, 0, "/etcdserverpb.KV/Range", req, &resp);
+  ASSERT_TRUE(a.replied);
+  EXPECT_FALSE(a.ok);
+  EXPECT_FALSE(a.error.empty());
 
   // Calls on a dead connection keep failing; destroyed with one due, its reply never runs.
   std::atomic<int> ran{0};
