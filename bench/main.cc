@@ -117,7 +117,9 @@ int main(int argc, char** argv) {
   }
   std::cerr << "disk under " << DataRoot() << ": " << static_cast<long>(disk.append)
             << " appends+fdatasync/s, " << static_cast<long>(disk.overwrite)
-            << " overwrites of preallocated zeros+fdatasync/s\n";
+            << " overwrites of preallocated zeros+fdatasync/s, "
+            << static_cast<long>(disk.round_trip)
+            << " requests/s of one client over loopback answered after such an overwrite\n";
 
   std::vector<WorkloadRun> runs;
   bool all_ok = true;

@@ -53,6 +53,10 @@ std::string Report(std::vector<WorkloadRun>& runs, const DiskSyncRates& disk, bo
   out += fmt::format(
       "| disk: overwrite 256 B of preallocated zeros + fdatasync, one thread | ops/s | {} | | |\n",
       Number(disk.overwrite));
+  out += fmt::format(
+      "| disk + loopback: one client's requests, each answered after such an overwrite + "
+      "fdatasync | ops/s | {} | | |\n",
+      Number(disk.round_trip));
   for (auto& r : runs) {
     if (!r.etcd.ok || !r.ours.ok) {
       if (!r.etcd.has_load && !r.ours.has_load) {
