@@ -4,13 +4,15 @@
 // operation is aborted.
 #pragma once
 
+// clang-format off
+#include <utility>  // first: Boost 1.74's asio uses std::exchange without including it
+// clang-format on
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 
 namespace etcdw::server::transport {
 
