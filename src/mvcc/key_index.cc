@@ -3,8 +3,6 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
-#include <iterator>
-
 #include "etcdw/storage/engine.h"
 #include "etcdw/storage/versioned_key.h"
 
@@ -46,7 +44,7 @@ bool DecodeKeyMeta(std::string_view stored, KeyMeta& meta) {
 }
 
 Status KeyIndex::Load(const storage::Engine& engine, int64_t rev) {
-  absl::btree_map<std::string, KeyMeta, std::less<>> keys;
+  KeyTable keys;
   storage::ReadOptions ro;
   ro.fill_cache = false;  // one pass over everything: keep the cache for the working set
   auto it = engine.NewIterator(storage::Column::kKeys, ro);
@@ -64,7 +62,10 @@ Status KeyIndex::Load(const storage::Engine& engine, int64_t rev) {
                         std::to_string(storage::VersionOf(k)));
       }
       meta.mod_rev = static_cast<int64_t>(storage::VersionOf(k));
-      keys.emplace_hint(keys.end(), user_key, meta);
+      if (!keys.Append(user_key, meta)) {
+        return DataLoss("the keys column is not in key order at revision " +
+                        std::to_string(meta.mod_rev));
+      }
     }
     it->Next();
     for (int steps = 0; it->Valid() && storage::UserKeyOf(it->key()) == user_key; ++steps) {
@@ -77,23 +78,20 @@ Status KeyIndex::Load(const storage::Engine& engine, int64_t rev) {
   }
   ETCDW_RETURN_IF_ERROR(it->status());
   absl::WriterMutexLock lock(&mu_);
-  keys_.swap(keys);
+  keys_ = std::move(keys);
   rev_ = rev;
   return Status::Ok();
 }
 
-const KeyMeta* KeyIndex::Find(std::string_view key) const {
-  auto it = keys_.find(key);
-  return it == keys_.end() ? nullptr : &it->second;
-}
+const KeyMeta* KeyIndex::Find(std::string_view key) const { return keys_.Find(key); }
 
 void KeyIndex::Apply(const KeyChanges& changes, int64_t rev) {
   absl::WriterMutexLock lock(&mu_);
   for (const auto& [key, meta] : changes) {
     if (meta) {
-      keys_.insert_or_assign(key, *meta);
+      keys_.Set(key, *meta);
     } else {
-      keys_.erase(key);
+      keys_.Erase(key);
     }
   }
   rev_ = rev;
@@ -102,8 +100,8 @@ void KeyIndex::Apply(const KeyChanges& changes, int64_t rev) {
 std::optional<int64_t> KeyIndex::NewestRevision(std::string_view key, int64_t rev) const {
   absl::ReaderMutexLock lock(&mu_);
   if (rev != rev_) return std::nullopt;
-  auto it = keys_.find(key);
-  return it == keys_.end() ? 0 : it->second.mod_rev;
+  const KeyMeta* meta = keys_.Find(key);
+  return meta == nullptr ? 0 : meta->mod_rev;
 }
 
 Result<std::optional<mvccpb::KeyValue>> ReadIndexedVersion(
@@ -125,12 +123,12 @@ std::optional<int64_t> KeyIndex::Count(const KeyRange& range, int64_t rev) const
   if (rev != rev_) return std::nullopt;
   switch (range.kind) {
     case KeyRange::Kind::kSingle:
-      return keys_.count(range.key) ? 1 : 0;
+      return keys_.Find(range.key) ? 1 : 0;
     case KeyRange::Kind::kFromKey:
-      return std::distance(keys_.lower_bound(range.key), keys_.end());
+      return keys_.CountFrom(range.key);
     case KeyRange::Kind::kRange:
       if (range.IsEmpty()) return 0;
-      return std::distance(keys_.lower_bound(range.key), keys_.lower_bound(range.end));
+      return keys_.CountRange(range.key, range.end);
   }
   return std::nullopt;
 }

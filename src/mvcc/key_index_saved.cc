@@ -8,8 +8,6 @@
 //                                     version, lease) with the key's bytes after its length
 // RocksDB checksums every block; the decoder also checks what the index relies on (keys in
 // strictly increasing order, revisions within the saved one, the counts in the head).
-#include <iterator>
-
 #include "etcdw/common/varint.h"
 #include "etcdw/mvcc/key_index.h"
 #include "etcdw/storage/engine.h"
@@ -32,8 +30,7 @@ std::string ChunkKey(uint64_t n) { return kChunkPrefix + storage::EncodeFixed64B
 Status Damaged(const std::string& what) { return DataLoss("saved key index: " + what); }
 
 // Decodes one chunk's entries onto the end of `keys`.
-Status DecodeChunk(std::string_view in, int64_t rev,
-                   absl::btree_map<std::string, KeyMeta, std::less<>>& keys) {
+Status DecodeChunk(std::string_view in, int64_t rev, KeyTable& keys) {
   while (!in.empty()) {
     uint64_t len = 0;
     if (!common::ConsumeVarint(in, &len) || len > in.size()) return Damaged("a key is cut short");
@@ -49,10 +46,7 @@ Status DecodeChunk(std::string_view in, int64_t rev,
         m.lease < 0) {
       return Damaged("a key's revisions or version are out of range");
     }
-    if (!keys.empty() && std::prev(keys.end())->first >= key) {
-      return Damaged("keys are out of order");
-    }
-    keys.emplace_hint(keys.end(), std::move(key), m);
+    if (!keys.Append(std::move(key), m)) return Damaged("keys are out of order");
   }
   return Status::Ok();
 }
@@ -63,7 +57,7 @@ void KeyIndex::StageSave(storage::Batch& batch) const {
   absl::ReaderMutexLock lock(&mu_);
   uint64_t chunks = 0;
   std::string chunk;
-  for (const auto& [key, m] : keys_) {
+  keys_.ForEachInOrder([&](const std::string& key, const KeyMeta& m) {
     common::AppendVarint(chunk, key.size());
     chunk.append(key);
     for (int64_t v : {m.create_rev, m.mod_rev, m.version, m.lease}) {
@@ -73,7 +67,7 @@ void KeyIndex::StageSave(storage::Batch& batch) const {
       batch.Put(storage::Column::kMeta, ChunkKey(chunks++), chunk);
       chunk.clear();
     }
-  }
+  });
   if (!chunk.empty()) batch.Put(storage::Column::kMeta, ChunkKey(chunks++), chunk);
   std::string head(1, static_cast<char>(kFormat));
   storage::PutFixed64BE(head, static_cast<uint64_t>(rev_));
@@ -93,7 +87,7 @@ Result<KeyIndex::Saved> KeyIndex::LoadSaved(const storage::Engine& engine, int64
   const uint64_t want_chunks = storage::DecodeFixed64BE(head->data() + 17);
   if (saved_rev != rev) return Saved::kOtherRevision;
 
-  absl::btree_map<std::string, KeyMeta, std::less<>> keys;
+  KeyTable keys;
   storage::ReadOptions ro;
   ro.fill_cache = false;
   ro.lower_bound = kChunkPrefix;
@@ -113,7 +107,7 @@ Result<KeyIndex::Saved> KeyIndex::LoadSaved(const storage::Engine& engine, int64
                    std::to_string(want_keys) + " in " + std::to_string(want_chunks));
   }
   absl::WriterMutexLock lock(&mu_);
-  keys_.swap(keys);
+  keys_ = std::move(keys);
   rev_ = rev;
   return Saved::kLoaded;
 }

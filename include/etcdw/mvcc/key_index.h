@@ -6,11 +6,12 @@
 // revision of every key; this one keeps only the newest, so it answers counts at the current
 // revision and the store walks versions for older ones.
 //
+// The keys are held in a KeyTable (key_table.h): found by hash, counted in key order.
+//
 // Concurrency: the apply thread is the only writer (Apply) and reads without a lock (Find);
 // readers on other threads take the index's reader lock (Count).
 #pragma once
 
-#include <absl/container/btree_map.h>
 #include <absl/container/flat_hash_map.h>
 #include <absl/synchronization/mutex.h>
 
@@ -23,6 +24,7 @@
 #include "etcd/mvccpb/kv.pb.h"
 #include "etcdw/common/status.h"
 #include "etcdw/mvcc/key_range.h"
+#include "etcdw/mvcc/key_table.h"
 
 namespace etcdw::storage {
 class Batch;
@@ -30,15 +32,6 @@ class Engine;
 }  // namespace etcdw::storage
 
 namespace etcdw::mvcc {
-
-// A live key's newest version, without its value.
-struct KeyMeta {
-  int64_t create_rev = 0;
-  int64_t mod_rev = 0;  // the version's revision: where its value is stored
-  int64_t version = 0;
-  int64_t lease = 0;
-  bool operator==(const KeyMeta&) const = default;
-};
 
 // Changes of one apply batch, by key: the new newest version, or nullopt for a deletion. Looked
 // up by string_view (no copy of the key per lookup).
@@ -88,7 +81,7 @@ class KeyIndex {
 
  private:
   mutable absl::Mutex mu_;
-  absl::btree_map<std::string, KeyMeta, std::less<>> keys_;
+  KeyTable keys_;
   int64_t rev_ = 0;
 };
 
