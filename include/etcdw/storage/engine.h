@@ -135,7 +135,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Applies the batch atomically. With sync, returns only after it is on stable storage;
-  // a synced write also makes every earlier write durable (one write-ahead log).
+  // a synced write also makes every earlier write durable (one write-ahead log). Without sync
+  // the write is buffered in the process until a synced write, SyncWal, 1 MiB of buffered
+  // writes or the engine's destruction writes it out: a crash of the process (not only of the
+  // machine) may lose it, and callers rebuild such writes from their own durable record (the
+  // applier from the Raft log).
   Status Write(Batch& batch, bool sync);
 
   Result<std::optional<std::string>> Get(Column c, std::string_view key,
