@@ -8,6 +8,8 @@
 //                                     version, lease) with the key's bytes after its length
 // RocksDB checksums every block; the decoder also checks what the index relies on (keys in
 // strictly increasing order, revisions within the saved one, the counts in the head).
+#include <algorithm>
+
 #include "etcdw/common/varint.h"
 #include "etcdw/mvcc/key_index.h"
 #include "etcdw/storage/engine.h"
@@ -24,6 +26,7 @@ constexpr char kChunkPrefixEnd[] = "local/key-index/chunk0";
 constexpr uint8_t kFormat = 1;
 constexpr size_t kHeadBytes = 1 + 3 * 8;
 constexpr size_t kChunkBytes = size_t{1} << 20;
+constexpr uint64_t kMaxReservedKeys = uint64_t{1} << 24;
 
 std::string ChunkKey(uint64_t n) { return kChunkPrefix + storage::EncodeFixed64BE(n); }
 
@@ -88,6 +91,9 @@ Result<KeyIndex::Saved> KeyIndex::LoadSaved(const storage::Engine& engine, int64
   if (saved_rev != rev) return Saved::kOtherRevision;
 
   KeyTable keys;
+  // The head's count, bounded: a damaged head must not make the reservation absurd (a count
+  // that is wrong fails the load below).
+  keys.Reserve(static_cast<size_t>(std::min<uint64_t>(want_keys, kMaxReservedKeys)));
   storage::ReadOptions ro;
   ro.fill_cache = false;
   ro.lower_bound = kChunkPrefix;

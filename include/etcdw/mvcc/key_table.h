@@ -4,7 +4,9 @@
 // range counts and the saved copy walk it. So the metadata lives in a hash map whose entries
 // never move (~0.3-0.5 µs a lookup at 100k-1M keys, against 1-2.5 µs for the B-tree map this
 // replaced, whose 64-byte entries fit three to a node), and a B-tree of pointers to those entries
-// keeps the order. It costs ~35 bytes a key more than that B-tree map.
+// keeps the order. Memory: ~35 bytes a key more than that B-tree map with glibc's malloc, less
+// with jemalloc (the server's). Building it allocates every entry on its own: ~0.5 µs a key more
+// than the B-tree map, half of that with Reserve.
 //
 // Not thread-safe: the key index locks around it.
 #pragma once
@@ -50,6 +52,9 @@ class KeyTable {
   void Erase(std::string_view key);
   // Inserts a key above every key held (a load in key order); false, unchanged, when it is not.
   bool Append(std::string key, const KeyMeta& meta);
+
+  // Makes room for `keys` keys in the hash map (a load that knows its count: half the time).
+  void Reserve(size_t keys) { by_key_.reserve(keys); }
 
   size_t size() const { return by_key_.size(); }
   // The number of keys at or above `from`.
