@@ -1,5 +1,6 @@
 #include "etcdw/server/applier.h"
 
+#include "etcdw/common/deferred_wakes.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/mvcc/txn.h"
@@ -272,7 +273,12 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
   for (int64_t id : fx.revoked) d_.lessor->OnRevoked(id);
   if (batch->compaction()) d_.compactor->Schedule(*batch->compaction());
   if (!batch->changes().empty()) d_.hub->Notify(batch->changes(), d_.kv->Rev());
-  for (auto& [id, r] : results) d_.waits->Trigger(id, std::move(r));
+  {
+    // Answers reach their event loops in one wake-up each: a loop woken by the first would
+    // otherwise drain it and sleep again before the next (common/deferred_wakes.h).
+    common::DeferredWakes wakes;
+    for (auto& [id, r] : results) d_.waits->Trigger(id, std::move(r));
+  }
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "etcdw/common/deferred_wakes.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/thread_name.h"
 #include "etcdw/mvcc/history.h"
@@ -48,7 +49,7 @@ void WatchStream::EnqueueControl(const WatchResponse& resp) {
   Enqueue(WireResponse::Control(resp), true);
 }
 
-bool WatchStream::Enqueue(WireResponse&& resp, bool force, bool defer_start) {
+bool WatchStream::Enqueue(WireResponse&& resp, bool force, Deferred* deferred) {
   const size_t size = resp.size();
   std::unique_lock lock(mu_);
   if (closed_) return true;  // nobody listens any more
@@ -68,7 +69,7 @@ bool WatchStream::Enqueue(WireResponse&& resp, bool force, bool defer_start) {
     queued_bytes_ += back.size();
     return true;
   }
-  if (!writing_ && !defer_start) {
+  if (!writing_ && deferred == nullptr) {
     writing_ = true;
     lock.unlock();
     sink_->StartWrite(resp.Encode());
@@ -81,8 +82,11 @@ bool WatchStream::Enqueue(WireResponse&& resp, bool force, bool defer_start) {
     // into this response).
     writing_ = true;
     lock.unlock();
-    auto self = weak_from_this().lock();
-    if (!self || !hub_.ScheduleStart(std::move(self))) StartQueued();
+    if (auto self = weak_from_this().lock()) {
+      deferred->push_back(std::move(self));
+    } else {
+      StartQueued();  // the stream is being destroyed: finish it here
+    }
   }
   return true;
 }
@@ -267,14 +271,21 @@ void WatchHub::Stop() {
   if (sender_.joinable()) sender_.join();
 }
 
-bool WatchHub::ScheduleStart(std::shared_ptr<WatchStream> s) {
+void WatchHub::ScheduleStarts(WatchStream::Deferred streams) {
+  if (streams.empty()) return;
   {
     std::lock_guard lock(send_mu_);
-    if (send_stop_ || !sender_.joinable()) return false;
-    to_start_.push_back(std::move(s));
+    if (!send_stop_ && sender_.joinable()) {
+      to_start_.insert(to_start_.end(), std::make_move_iterator(streams.begin()),
+                       std::make_move_iterator(streams.end()));
+      streams.clear();
+    }
   }
-  send_cv_.notify_one();
-  return true;
+  if (streams.empty()) {
+    send_cv_.notify_one();
+    return;
+  }
+  for (auto& s : streams) s->StartQueued();  // the sender is not running
 }
 
 void WatchHub::SenderLoop() {
@@ -282,10 +293,15 @@ void WatchHub::SenderLoop() {
   while (true) {
     send_cv_.wait(lock, [&] { return send_stop_ || !to_start_.empty(); });
     if (to_start_.empty()) return;  // stopping, and every scheduled start has run
-    std::deque<std::shared_ptr<WatchStream>> batch;
+    WatchStream::Deferred batch;
     batch.swap(to_start_);
     lock.unlock();
-    for (auto& s : batch) s->StartQueued();
+    {
+      // The writes' event loops are woken once each, after the whole batch, not once per
+      // stream as each loop drains faster than this thread posts.
+      common::DeferredWakes wakes;
+      for (auto& s : batch) s->StartQueued();
+    }
     batch.clear();  // streams may be released here, outside send_mu_
     lock.lock();
   }
@@ -388,6 +404,7 @@ void WatchHub::MaybeSendDeferredProgressLocked(WatchStream& s) {
 
 void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t rev) {
   bool wake = false;
+  WatchStream::Deferred deferred;  // idle streams that got a response: one sender wake-up
   {
     std::lock_guard lock(mu_);
     std::vector<EventEncodings> events;
@@ -409,7 +426,7 @@ void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t 
             victims.push_back(w);  // keep it in history instead of in memory
             continue;
           }
-          for (auto& r : responses) w->stream->Enqueue(std::move(r), true, true);
+          for (auto& r : responses) w->stream->Enqueue(std::move(r), true, &deferred);
           w->events_since_tick = true;
         }
         w->next_rev = rc.rev + 1;
@@ -425,6 +442,7 @@ void WatchHub::Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t 
     rev_ = std::max(rev_, rev);
     if (!unsynced_.empty()) wake = true;
   }
+  ScheduleStarts(std::move(deferred));
   if (wake) WakeCatchUp();
 }
 

@@ -63,10 +63,12 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
   WatchStream(WatchHub& hub, WatchSink* sink);
 
   // Queues a response. `force` ignores the size limit (control messages, catch-up batches the
-  // caller sized). Returns false when the response did not fit. `defer_start`: an idle stream's
-  // write is started by the hub's sender thread, not by the caller (the apply thread must not
-  // spend its time in gRPC writes to every watcher).
-  bool Enqueue(WireResponse&& resp, bool force, bool defer_start = false);
+  // caller sized). Returns false when the response did not fit. `deferred`: an idle stream's
+  // write is not started by the caller (the apply thread must not spend its time in writes to
+  // every watcher) but added to this list, which the caller hands to the hub's sender thread
+  // (WatchHub::ScheduleStarts) once it has queued the whole batch.
+  using Deferred = std::vector<std::shared_ptr<WatchStream>>;
+  bool Enqueue(WireResponse&& resp, bool force, Deferred* deferred = nullptr);
   // Queues a response without events, whatever the queue holds.
   void EnqueueControl(const etcdserverpb::WatchResponse& resp);
   // Starts the write of the first queued response (a deferred start), or finishes the stream if
@@ -148,9 +150,9 @@ class WatchHub {
   // One catch-up pass; returns true if any watcher made progress.
   bool CatchUpOnce();
   void WakeCatchUp();
-  // Hands a deferred write start to the sender thread; false when it is not running (the
-  // caller starts the write itself).
-  bool ScheduleStart(std::shared_ptr<WatchStream> s);
+  // Hands deferred write starts to the sender thread with one wake-up (or starts them here when
+  // it is not running).
+  void ScheduleStarts(WatchStream::Deferred streams);
   void SenderLoop();
   // A stream got room to send: only watchers waiting in history can use it. Skips the wake-up
   // (a futex call and a pass over the hub under its mutex) when there are none.
@@ -180,7 +182,7 @@ class WatchHub {
   // The sender thread: starts deferred writes (see WatchStream::Enqueue).
   std::mutex send_mu_;
   std::condition_variable send_cv_;
-  std::deque<std::shared_ptr<WatchStream>> to_start_;
+  WatchStream::Deferred to_start_;
   bool send_stop_ = false;
   std::thread sender_;
 };

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "etcdw/common/deferred_wakes.h"
 #include "etcdw/common/status.h"
 #include "method_table.h"
 #include "tls_session.h"
@@ -30,8 +31,8 @@ struct Answered {
 
 // A loop's inbox, written from any thread: answers, and connections the acceptor hands over.
 // Shared with every pending call, so an answer arriving after the server stopped lands here
-// harmlessly.
-struct Mailbox {
+// harmlessly. Always held by a shared_ptr (a post's wake-up may be deferred: DeferredWakes).
+struct Mailbox final : common::Wakeable, std::enable_shared_from_this<Mailbox> {
   // An accepted connection handed to a loop; `tls` set for an https listener's.
   struct Accepted {
     int fd = -1;
@@ -46,10 +47,10 @@ struct Mailbox {
   int efd = -1;
   std::thread::id loop_thread;
 
-  ~Mailbox() {
+  ~Mailbox() override {
     if (efd >= 0) close(efd);
   }
-  void Wake() {
+  void Wake() override {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
   }
@@ -63,7 +64,7 @@ struct Mailbox {
           in.answers.empty() && in.connections.empty() && std::this_thread::get_id() != loop_thread;
       in.answers.push_back(std::move(a));
     }
-    if (wake) Wake();
+    if (wake) common::DeferredWakes::Wake(shared_from_this());
   }
   void PostConnection(Accepted a) {
     {
