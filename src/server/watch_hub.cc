@@ -273,15 +273,16 @@ void WatchHub::Stop() {
 
 void WatchHub::ScheduleStarts(WatchStream::Deferred streams) {
   if (streams.empty()) return;
+  bool handed_over = false;
   {
     std::lock_guard lock(send_mu_);
     if (!send_stop_ && sender_.joinable()) {
       to_start_.insert(to_start_.end(), std::make_move_iterator(streams.begin()),
                        std::make_move_iterator(streams.end()));
-      streams.clear();
+      handed_over = true;
     }
   }
-  if (streams.empty()) {
+  if (handed_over) {
     send_cv_.notify_one();
     return;
   }
