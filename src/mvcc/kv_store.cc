@@ -2,6 +2,7 @@
 
 #include <absl/strings/string_view.h>
 
+#include <chrono>
 #include <mutex>
 
 #include "etcdw/common/etcd_errors.h"
@@ -383,7 +384,9 @@ Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
   // A saved key index describes the keys at the revision it was saved at only: it goes with the
   // first write after it (atomically, so no crash leaves it beside later changes).
   if (holds_saved_index_) ETCDW_RETURN_IF_ERROR(KeyIndex::StageDeleteSaved(engine_, b.batch_));
+  const auto start = std::chrono::steady_clock::now();
   ETCDW_RETURN_IF_ERROR(engine_.Write(b.batch_, /*sync=*/false));
+  stats_.commit_seconds.Observe(common::SecondsSince(start));
   holds_saved_index_ = false;
   index_.Apply(b.key_changes_, b.pending_rev_);
   {

@@ -1,5 +1,7 @@
 #include "etcdw/server/applier.h"
 
+#include <chrono>
+
 #include "etcdw/common/deferred_wakes.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
@@ -40,7 +42,12 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       // etcd judges the quota before applying and reports NoSpace after applying.
       bool fits = d_.quota->Available(Quota::Cost(req.put()));
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecutePut(t, req.put()); });
-      if (!r.ok()) return Err(r.status());
+      if (!r.ok()) {
+        // ignore_value or ignore_lease on a missing key: etcd read it and put nothing.
+        if (r.status() == errors::KeyNotFound()) d_.metrics->CountPut(req.put(), false);
+        return Err(r.status());
+      }
+      d_.metrics->CountPut(req.put(), true);
       if (!fits) return QuotaExceeded();
       return Ok(std::move(r).value());
     }
@@ -50,6 +57,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
         return mvcc::ExecuteDeleteRange(t, req.delete_range());
       });
       if (!r.ok()) return Err(r.status());
+      d_.metrics->CountDelete(req.delete_range());
       return Ok(std::move(r).value());
     }
     case internalpb::Request::kTxn: {
@@ -59,6 +67,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       bool fits = d_.quota->Available(cost);
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecuteTxn(t, req.txn()); });
       if (!r.ok()) return Err(r.status());
+      d_.metrics->CountTxn(req.txn(), *r, /*read_only=*/false);
       if (!fits) return QuotaExceeded();
       return Ok(std::move(r).value());
     }
@@ -66,6 +75,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       if (corrupt) return Err(errors::Corrupt());
       Status st = d_.kv->Compact(batch, req.compaction().revision());
       if (!st.ok()) return Err(st);
+      d_.metrics->CountRange();  // etcd reads a key for the answer's revision
       etcdserverpb::CompactionResponse resp;
       resp.mutable_header()->set_revision(batch.pending_rev());
       ApplyResult r = Ok(std::move(resp));
@@ -86,10 +96,15 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
     }
     case internalpb::Request::kLeaseRevoke: {
       if (corrupt) return Err(errors::Corrupt());
+      const size_t revisions = batch.changes().size();
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) {
         return mvcc::ExecuteLeaseRevoke(t, req.lease_revoke());
       });
       if (!r.ok()) return Err(r.status());
+      // The attached keys' deletions, counted as etcd's lessor deletes them: one transaction.
+      if (batch.changes().size() > revisions) {
+        d_.metrics->CountStoreTxn({0, 0, batch.changes().back().events.size()});
+      }
       fx.revoked.push_back(req.lease_revoke().id());
       r->mutable_header()->set_revision(batch.pending_rev());
       return Ok(std::move(r).value());
@@ -232,6 +247,7 @@ ApplyResult Applier::QuotaExceeded() {
 }
 
 Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
+  const auto start = std::chrono::steady_clock::now();
   auto batch = d_.kv->BeginApply();
   std::vector<std::pair<uint64_t, ApplyResult>> results;
   Effects fx;
@@ -278,6 +294,10 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
     // otherwise drain it and sleep again before the next (common/deferred_wakes.h).
     common::DeferredWakes wakes;
     for (auto& [id, r] : results) d_.waits->Trigger(id, std::move(r));
+  }
+  // etcd warns of an apply over 100 ms (and counts it): likely a slow disk.
+  if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(100)) {
+    d_.metrics->slow_applies.Add();
   }
   return Status::Ok();
 }

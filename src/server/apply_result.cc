@@ -31,7 +31,7 @@ void WaitRegistry::FailAll(const Status& status) {
   for (auto& [id, w] : all) w.cb(ApplyResult{status, nullptr, 0});
 }
 
-void WaitRegistry::ExpireBefore(common::Clock::TimePoint now, const Status& status) {
+size_t WaitRegistry::ExpireBefore(common::Clock::TimePoint now, const Status& status) {
   std::vector<ApplyCallback> expired;
   {
     std::lock_guard lock(mu_);
@@ -45,6 +45,7 @@ void WaitRegistry::ExpireBefore(common::Clock::TimePoint now, const Status& stat
     }
   }
   for (auto& cb : expired) cb(ApplyResult{status, nullptr, 0});
+  return expired.size();
 }
 
 size_t WaitRegistry::Size() const {

@@ -138,6 +138,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   deps.waits = &s->waits_;
   deps.quota = s->quota_.get();
   deps.membership = &s->membership_;
+  deps.metrics = &s->metrics_;
   deps.min_lease_ttl = MinLeaseTtl(cfg);
   deps.on_quota_exceeded = [self] { self->RaiseNoSpaceAlarm(); };
   deps.on_conf_change = [self](const raftpb::ConfChange& cc) { self->node_->ApplyConfChange(cc); };
@@ -156,7 +157,10 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
     self->Fatal(Status(Code::kFailedPrecondition,
                        "the member has been permanently removed from the cluster"));
   };
-  no.on_leader_change = [self](uint64_t, bool is_leader) { self->OnLeaderChange(is_leader); };
+  no.on_leader_change = [self](uint64_t leader, bool is_leader) {
+    self->metrics_.SawLeader(leader);
+    self->OnLeaderChange(is_leader);
+  };
   no.on_conf_change = [self](const raftpb::ConfChange& cc) { self->OnConfChange(cc); };
   no.on_snapshot_installed = [self] { self->OnSnapshotInstalled(); };
   s->node_ = std::make_unique<RaftNode>(*s->engine_, *s->kv_, *s->applier_, s->membership_, no);
@@ -331,7 +335,10 @@ void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
   }
   waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
   Status st = node_->Propose(std::move(data));
-  if (!st.ok()) waits_.Trigger(id, ApplyResult{st, nullptr, 0});
+  if (!st.ok()) {
+    metrics_.proposals_failed.Add();
+    waits_.Trigger(id, ApplyResult{st, nullptr, 0});
+  }
 }
 
 template <typename Resp>
@@ -385,6 +392,7 @@ void EtcdServer::Range(const etcdserverpb::RangeRequest& r,
   auto serve = [this, &r, reply](Status st) {
     if (!st.ok()) return reply(st);
     auto view = kv_->NewReadView();
+    metrics_.CountRange();
     reply(mvcc::ExecuteRange(*view, r));
   };
   if (r.serializable() || node_->CanReadLocally()) return serve(Status::Ok());
@@ -418,7 +426,9 @@ void EtcdServer::Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnR
     auto serve = [this, &r, reply](Status st) {
       if (!st.ok()) return reply(st);
       auto view = kv_->NewReadView();
-      reply(mvcc::ExecuteReadTxn(*view, r));
+      Result<etcdserverpb::TxnResponse> resp = mvcc::ExecuteReadTxn(*view, r);
+      if (resp.ok()) metrics_.CountTxn(r, *resp, /*read_only=*/true);
+      reply(std::move(resp));
     };
     if (mvcc::IsTxnSerializable(r) || node_->CanReadLocally()) return serve(Status::Ok());
     return node_->ReadIndex(
@@ -807,8 +817,8 @@ void EtcdServer::RunPeriodicDuties() {
   }
   for (auto& fn : soon) fn();
   // Requests whose entry was lost (a leader failed after taking it) time out, as in etcd.
-  waits_.ExpireBefore(clock_.Now(),
-                      node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout());
+  metrics_.proposals_failed.Add(waits_.ExpireBefore(
+      clock_.Now(), node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout()));
   MaybePublishAttributes();
   if (node_->IsLeader()) {
     // Revoke expired leases (bounded per tick, like etcd's revocation rate limit).

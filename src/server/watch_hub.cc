@@ -330,6 +330,11 @@ size_t WatchHub::UnsyncedCount() const {
   return unsynced_.size();
 }
 
+size_t WatchHub::StreamCount() const {
+  std::lock_guard lock(mu_);
+  return streams_.size();
+}
+
 etcdserverpb::ResponseHeader WatchHub::NewHeader(int64_t rev) const {
   etcdserverpb::ResponseHeader h;
   if (opts_.fill_header) opts_.fill_header(&h);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -378,11 +379,18 @@ Status RaftLog::Append(const std::vector<raftpb::Entry>& entries, const raftpb::
   const uint64_t base = write_offset_;
   if (sync && !unsynced_) {
     // Nothing written earlier waits for a sync: the write syncs itself (one system call).
+    const auto start = std::chrono::steady_clock::now();
     ETCDW_RETURN_IF_ERROR(fmt::WriteSyncedAt(seg.file->fd, scratch_, base, seg.path));
+    stats_.sync_seconds.Observe(common::SecondsSince(start));
   } else {
     ETCDW_RETURN_IF_ERROR(fmt::WriteAt(seg.file->fd, scratch_, base, seg.path));
-    if (sync) ETCDW_RETURN_IF_ERROR(fmt::SyncData(seg.file->fd, seg.path));
+    if (sync) {
+      const auto start = std::chrono::steady_clock::now();
+      ETCDW_RETURN_IF_ERROR(fmt::SyncData(seg.file->fd, seg.path));
+      stats_.sync_seconds.Observe(common::SecondsSince(start));
+    }
   }
+  stats_.bytes_written.Add(scratch_.size());
   unsynced_ = !sync;
   write_offset_ += scratch_.size();
   dirty_end_ = std::max(dirty_end_, write_offset_);

@@ -74,8 +74,11 @@ class KeyIndex {
   // Stages in `batch` the deletion of every saved record (`engine` lists them).
   static Status StageDeleteSaved(const storage::Engine& engine, storage::Batch& batch);
 
-  // Apply thread only (tests and diagnostics): the number of live keys.
-  size_t size() const { return keys_.size(); }
+  // Any thread: the number of live keys.
+  size_t size() const {
+    absl::ReaderMutexLock lock(&mu_);
+    return keys_.size();
+  }
   // Apply thread only (tests): whether both hold the same keys with the same metadata.
   bool SameKeysAs(const KeyIndex& other) const;
 

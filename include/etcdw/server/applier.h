@@ -17,6 +17,7 @@
 #include "etcdw/server/lessor.h"
 #include "etcdw/server/membership.h"
 #include "etcdw/server/quota.h"
+#include "etcdw/server/server_metrics.h"
 #include "etcdw/server/watch_hub.h"
 
 namespace etcdw::server {
@@ -31,6 +32,7 @@ struct ApplierDeps {
   Quota* quota = nullptr;
   int64_t min_lease_ttl = 2;  // seconds
   Membership* membership = nullptr;
+  ServerMetrics* metrics = nullptr;  // required: requests applied, slow applies
   // Called when an applied request exceeded the space quota. The alarm must be raised through
   // the log (a proposal), never by the apply itself: sizes differ between members.
   std::function<void()> on_quota_exceeded;

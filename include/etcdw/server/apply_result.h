@@ -33,8 +33,8 @@ class WaitRegistry {
   bool Trigger(uint64_t id, ApplyResult result);
   // Fails every waiter (shutdown).
   void FailAll(const Status& status);
-  // Fails the waiters whose deadline is before `now`.
-  void ExpireBefore(common::Clock::TimePoint now, const Status& status);
+  // Fails the waiters whose deadline is before `now`; returns how many.
+  size_t ExpireBefore(common::Clock::TimePoint now, const Status& status);
   size_t Size() const;
 
  private:

@@ -28,6 +28,7 @@
 #include "etcdw/server/peer_transport.h"
 #include "etcdw/server/quota.h"
 #include "etcdw/server/raft_node.h"
+#include "etcdw/server/server_metrics.h"
 #include "etcdw/server/task_runner.h"
 #include "etcdw/server/watch_hub.h"
 #include "etcdw/storage/engine.h"
@@ -114,6 +115,13 @@ class EtcdServer {
   // a graceful stop, as etcd does). Waits at most `timeout`.
   void TransferLeadershipForStop(std::chrono::milliseconds timeout);
 
+  // The member's own counters (server_metrics.h); MetricsText writes the whole page.
+  ServerMetrics& metrics() { return metrics_; }
+  // Proposals made by this member and not yet applied, failed or timed out.
+  size_t PendingProposals() const { return waits_.Size(); }
+  // The backend quota in force (etcd's quota-backend-bytes, 0 meaning 2 GiB); < 0: none.
+  int64_t QuotaBytes() const { return quota_->limit(); }
+
   WatchHub& watch_hub() { return *hub_; }
   mvcc::KvStore& kv() { return *kv_; }
   RaftNode& node() { return *node_; }
@@ -172,6 +180,7 @@ class EtcdServer {
 
   common::EtcdConfig cfg_;
   const common::Clock& clock_;
+  ServerMetrics metrics_;
   std::unique_ptr<storage::Engine> engine_;
   std::unique_ptr<mvcc::KvStore> kv_;
   std::unique_ptr<mvcc::Compactor> compactor_;

@@ -20,6 +20,9 @@ namespace etcdw::server {
 struct NativeRpcOptions {
   // Where clients connect: etcd's listen-client-urls, http or https (port 0 picks a free one).
   std::vector<common::Url> urls;
+  // listen-metrics-urls: HTTP/1.1 listeners serving /metrics and /health only (http, or https
+  // with the client certificate settings, as etcd's).
+  std::vector<common::Url> metrics_urls;
   // The certificate (and client verification) for the https URLs.
   common::TlsConfig tls;
   // Largest request message accepted (etcd: max-request-bytes plus 512 KiB).
@@ -54,7 +57,7 @@ class NativeRpcServer {
   // flight up to `grace` to be answered; then closes every connection. Answers arriving later
   // are dropped.
   void Shutdown(std::chrono::milliseconds grace);
-  // The ports bound, in `urls` order.
+  // The ports bound: `urls`, then `metrics_urls`, in order.
   const std::vector<int>& ports() const;
 
   struct Impl;

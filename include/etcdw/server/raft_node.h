@@ -92,6 +92,8 @@ class RaftNode final : public Node {
   bool IsLeader() const override { return is_leader_.load(); }
   uint64_t CommitIndex() const override { return commit_.load(); }
   uint64_t AppliedIndex() const override { return applier_.AppliedIndex(); }
+  // What the Raft log's appends cost (any thread).
+  const storage::RaftLogStats& log_stats() const { return log_.stats(); }
   // The leader's view of a member's replication (match index), if this member leads.
   std::optional<uint64_t> MatchIndex(uint64_t member) const;
   uint64_t LastIndex() const { return last_index_.load(); }

@@ -134,6 +134,7 @@ class WatchHub {
   int64_t rev() const;
   size_t WatcherCount() const;
   size_t UnsyncedCount() const;
+  size_t StreamCount() const;
 
  private:
   friend class WatchStream;

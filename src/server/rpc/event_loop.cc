@@ -77,6 +77,7 @@ void EventLoop::Adopt(Mailbox::Accepted a) {
   auto c = std::make_unique<Conn>();
   c->id = next_id++;
   c->fd = a.fd;
+  c->metrics_only = a.metrics_only;
   if (a.tls) c->tls = std::make_unique<TlsSession>(a.tls, a.fd);
   Conn* raw = c.get();
   H2Connection::Handler h;
@@ -116,19 +117,27 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
     MarkDirty(c);
   };
   if (Status st = CheckHeaders(req); !st.ok()) return answer_now(st);
-  const MethodTable::Unary* method = host.methods.Find(req.path);
+  const MethodTable::UnaryMethod* method = host.methods.Find(req.path);
   if (!method) return answer_now(UnknownMethod(host.methods, req.path));
+  const CallStats stats = method->stats;
+  stats.method->started.Add();
   auto payload = SingleMessage(req.body, host.opts.max_request_message_bytes);
-  if (!payload.ok()) return answer_now(payload.status());
-  if (req.body_over_limit) {  // a small first message, and more after it
-    return answer_now(
-        Status(Code::kInternal, "grpc: a unary request carried more than one message"));
+  Status refused = payload.ok() ? Status::Ok() : payload.status();
+  if (refused.ok() && req.body_over_limit) {  // a small first message, and more after it
+    refused = Status(Code::kInternal, "grpc: a unary request carried more than one message");
   }
+  if (!refused.ok()) {
+    stats.Handled(refused);
+    return answer_now(refused);
+  }
+  stats.Received(payload->size());
   ++in_flight;
-  (*method)(*payload,
-            [mail = mail, conn = c.id, stream = req.stream](const Status& st, std::string framed) {
-              mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
-            });
+  method->call(*payload, [mail = mail, conn = c.id, stream = req.stream, stats](
+                             const Status& st, std::string framed) {
+    if (st.ok()) stats.Sent(framed);
+    stats.Handled(st);
+    mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
+  });
 }
 
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
@@ -205,7 +214,9 @@ void EventLoop::OnReadable(Conn& c) {
 bool EventLoop::Take(Conn& c, const char* data, size_t n) {
   if (c.mode == Conn::Mode::kSniffing) {
     c.first.append(data, n);
-    auto protocol = SniffProtocol(c.first);
+    // A metrics URL serves HTTP/1.1 alone (as etcd's plain HTTP server there): an HTTP/2
+    // preface is answered as a malformed HTTP/1 request.
+    auto protocol = c.metrics_only ? Protocol::kHttp1 : SniffProtocol(c.first);
     if (!protocol) return true;
     if (*protocol == Protocol::kHttp1) {
       c.mode = Conn::Mode::kHttp1;
@@ -243,7 +254,8 @@ void EventLoop::OnHttp1(Conn& c) {
   if (!whole) {
     return answer(HeadTooLarge());
   }
-  AnswerHttp1(host.etcd, c.first, std::move(answer));
+  AnswerHttp1(host.etcd, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, c.first,
+              std::move(answer));
 }
 
 // Bytes taken from a session per send: everything a round of answers produces fits, and a

@@ -5,6 +5,7 @@
 
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/common/version.h"
+#include "etcdw/server/server_metrics.h"
 
 namespace etcdw::server::rpc {
 
@@ -22,15 +23,19 @@ std::string HttpDate() {
   return buf;
 }
 
-// An answer laid out as Go's server writes etcd's: the handler's headers sorted by name (etcd's
-// CORS headers, from its default --cors "*", on every answer), then Date and Content-Length,
-// then a Content-Type Go sniffed from the body when the handler set none (`sniffed`).
-std::string Response(int code, std::string_view reason, std::string_view sorted_headers,
-                     std::string_view body, std::string_view sniffed = "") {
+// An answer laid out as Go's server writes etcd's: the handler's headers sorted by name (on the
+// client port etcd's CORS headers, from its default --cors "*", on every answer), then Date and
+// Content-Length, then a Content-Type Go sniffed from the body when the handler set none
+// (`sniffed`).
+std::string Response(HttpPort port, int code, std::string_view reason,
+                     std::string_view sorted_headers, std::string_view body,
+                     std::string_view sniffed = "") {
   std::string r = "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) + "\r\n";
-  r += "Access-Control-Allow-Headers: accept, content-type, authorization\r\n";
-  r += "Access-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\n";
-  r += "Access-Control-Allow-Origin: *\r\n";
+  if (port == HttpPort::kClient) {
+    r += "Access-Control-Allow-Headers: accept, content-type, authorization\r\n";
+    r += "Access-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\n";
+    r += "Access-Control-Allow-Origin: *\r\n";
+  }
   r += sorted_headers;
   r += "Date: " + HttpDate() + "\r\n";
   r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
@@ -49,12 +54,13 @@ constexpr std::string_view kErrorHeaders =
 
 // etcd 3.4's /health: false with an alarm raised or without a leader; otherwise what a
 // linearizable read (one that needs a quorum) says. 200 {"health":"true"} or 503.
-void Health(EtcdServer& s, std::function<void(std::string)> done) {
-  auto answer = [done](bool healthy) {
+void Health(EtcdServer& s, HttpPort port, std::function<void(std::string)> done) {
+  auto answer = [&s, port, done](bool healthy) {
+    (healthy ? s.metrics().health_ok : s.metrics().health_failed).Add();
     const std::string body = healthy ? R"({"health":"true"})" : R"({"health":"false"})";
     // etcd's handler sets no Content-Type: Go sniffs text/plain from the JSON.
-    done(healthy ? Response(200, "OK", "", body, kText)
-                 : Response(503, "Service Unavailable", "", body, kText));
+    done(healthy ? Response(port, 200, "OK", "", body, kText)
+                 : Response(port, 503, "Service Unavailable", "", body, kText));
   };
   const etcdserverpb::StatusResponse status = s.StatusInfo();
   if (status.errors_size() > 0 || status.leader() == 0) return answer(false);
@@ -65,6 +71,10 @@ void Health(EtcdServer& s, std::function<void(std::string)> done) {
   req->set_limit(1);
   s.Range(*req, [req, answer](Result<etcdserverpb::RangeResponse> r) { answer(r.ok()); });
 }
+
+// What Prometheus's Go handler names the text format it writes.
+constexpr std::string_view kMetricsHeaders =
+    "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n";
 
 }  // namespace
 
@@ -78,13 +88,14 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
 }
 
 std::string HeadTooLarge() {
-  return Response(431, "Request Header Fields Too Large", kTextHeader,
+  return Response(HttpPort::kMetrics, 431, "Request Header Fields Too Large", kTextHeader,
                   "431 Request Header Fields Too Large");
 }
 
 bool HasHttp1Head(std::string_view in) { return in.find("\r\n\r\n") != std::string_view::npos; }
 
-void AnswerHttp1(EtcdServer& s, std::string_view in, std::function<void(std::string)> done) {
+void AnswerHttp1(EtcdServer& s, HttpPort port, std::string_view in,
+                 std::function<void(std::string)> done) {
   // Request line: METHOD SP TARGET SP VERSION.
   const size_t eol = in.find("\r\n");
   const std::string_view line = in.substr(0, eol);
@@ -92,24 +103,28 @@ void AnswerHttp1(EtcdServer& s, std::string_view in, std::function<void(std::str
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (eol == std::string_view::npos || sp2 == std::string_view::npos ||
       line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-    return done(Response(400, "Bad Request", kTextHeader, "400 Bad Request"));
+    return done(Response(HttpPort::kMetrics, 400, "Bad Request", kTextHeader, "400 Bad Request"));
   }
   const std::string_view method = line.substr(0, sp1);
   std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));  // etcd 3.4 reads no query parameters here
-  if (path != "/health" && path != "/version") {
-    return done(Response(404, "Not Found", kErrorHeaders, "404 page not found\n"));
+  if (path == "/metrics") {               // any method, as Prometheus's handler
+    return done(Response(port, 200, "OK", kMetricsHeaders, MetricsText(s)));
+  }
+  const bool served = path == "/health" || (path == "/version" && port == HttpPort::kClient);
+  if (!served) {
+    return done(Response(port, 404, "Not Found", kErrorHeaders, "404 page not found\n"));
   }
   if (method != "GET") {
-    return done(Response(405, "Method Not Allowed", "Allow: GET\r\n" + std::string(kErrorHeaders),
-                         "Method Not Allowed\n"));
+    return done(Response(port, 405, "Method Not Allowed",
+                         "Allow: GET\r\n" + std::string(kErrorHeaders), "Method Not Allowed\n"));
   }
   if (path == "/version") {
     const std::string body = std::string(R"({"etcdserver":")") + kEtcdVersion +
                              R"(","etcdcluster":")" + kEtcdApiVersion + R"(.0"})";
-    return done(Response(200, "OK", "Content-Type: application/json\r\n", body));
+    return done(Response(port, 200, "OK", "Content-Type: application/json\r\n", body));
   }
-  Health(s, std::move(done));
+  Health(s, port, std::move(done));
 }
 
 }  // namespace etcdw::server::rpc

@@ -1,8 +1,9 @@
-// etcd's HTTP endpoints on the client port, for clients that speak HTTP/1.x there (curl,
-// monitoring probes): etcd serves gRPC and HTTP on one port, telling them apart by the first
-// bytes. Served: GET /health (etcd 3.4's check: no alarm, a known leader, and a linearizable
-// read) and GET /version; anything else is answered 404 as Go's HTTP server does. One request
-// per connection: the answer says "Connection: close".
+// etcd's HTTP endpoints, for clients that speak HTTP/1.x (curl, monitoring probes, Prometheus):
+// on the client port, where etcd serves gRPC and HTTP telling them apart by the first bytes,
+// GET /health (etcd 3.4's check: no alarm, a known leader, and a linearizable read), GET
+// /version and /metrics (server_metrics.h); on listen-metrics-urls, /health and /metrics only,
+// without the client port's CORS headers. Anything else is answered 404 as Go's HTTP server
+// does. One request per connection: the answer says "Connection: close".
 #pragma once
 
 #include <functional>
@@ -28,9 +29,12 @@ std::string HeadTooLarge();
 // Whether `in` holds a whole request head (through its blank line).
 bool HasHttp1Head(std::string_view in);
 
+// Which port a request came to.
+enum class HttpPort { kClient, kMetrics };
+
 // Answers the request whose head `in` starts with; `done` receives the whole response (status
 // line, headers, body), once, from any thread.
-void AnswerHttp1(EtcdServer& server, std::string_view in,
+void AnswerHttp1(EtcdServer& server, HttpPort port, std::string_view in,
                  std::function<void(std::string response)> done);
 
 }  // namespace etcdw::server::rpc

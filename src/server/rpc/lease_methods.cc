@@ -91,9 +91,10 @@ void AddLeaseMethods(MethodTable& t, EtcdServer& s) {
         if (s.IsLearner()) return done(errors::NotSupportedForLearner());
         done(s.LeaseLeases());
       });
-  t.AddStream(s, "/etcdserverpb.Lease/LeaseKeepAlive", [&s](std::shared_ptr<StreamSink> sink) {
-    return std::make_unique<KeepAliveCall>(s, std::move(sink));
-  });
+  t.AddStream(s, "/etcdserverpb.Lease/LeaseKeepAlive", MethodTable::StreamKind::kBidi,
+              [&s](std::shared_ptr<StreamSink> sink) {
+                return std::make_unique<KeepAliveCall>(s, std::move(sink));
+              });
 }
 
 std::optional<Status> RefuseStream(EtcdServer& s, const H2Connection::Request& req) {

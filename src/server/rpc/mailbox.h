@@ -37,6 +37,7 @@ struct Mailbox final : common::Wakeable, std::enable_shared_from_this<Mailbox> {
   struct Accepted {
     int fd = -1;
     std::shared_ptr<TlsContext> tls;
+    bool metrics_only = false;  // from a listen-metrics-url: HTTP/1.1, /metrics and /health
   };
   struct Contents {
     std::vector<Answered> answers;

@@ -136,9 +136,10 @@ void AddMaintenanceMethods(MethodTable& t, EtcdServer& s) {
                                                        &EtcdServer::HashKV);
   t.AddRefusedOnLearner<MoveLeaderRequest, MoveLeaderResponse>(
       s, "/etcdserverpb.Maintenance/MoveLeader", &EtcdServer::MoveLeader, H::kNone);
-  t.AddStream(s, "/etcdserverpb.Maintenance/Snapshot", [&s](std::shared_ptr<StreamSink> sink) {
-    return std::make_unique<SnapshotCall>(s, std::move(sink));
-  });
+  t.AddStream(s, "/etcdserverpb.Maintenance/Snapshot", MethodTable::StreamKind::kServer,
+              [&s](std::shared_ptr<StreamSink> sink) {
+                return std::make_unique<SnapshotCall>(s, std::move(sink));
+              });
 }
 
 }  // namespace etcdw::server::rpc

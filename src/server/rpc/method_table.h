@@ -9,41 +9,15 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "call_stats.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/status.h"
 #include "etcdw/server/etcd_server.h"
 #include "grpc_wire.h"
 #include "h2_connection.h"
+#include "stream_call.h"
 
 namespace etcdw::server::rpc {
-
-// Completes one call: OK with the framed response message, or an error (`framed` unused).
-// Called exactly once, from any thread.
-using Answer = std::function<void(const Status& st, std::string framed)>;
-
-// How an open stream answers, from any thread: messages, then one end. Both are ignored once
-// the stream is gone or ended.
-class StreamSink {
- public:
-  virtual ~StreamSink() = default;
-  // `written` (optional) is told, on the connection's event loop, once the message is handed to
-  // the transport or dropped (H2Connection::Written): a producer that waits for it before
-  // sending more never holds more than one message per stream in memory.
-  virtual void Send(std::string framed, Written written = nullptr) = 0;
-  virtual void Finish(const Status& st) = 0;
-};
-
-// One open stream of a streaming method. Owned by its connection's event loop and called only
-// there; work it hands to other threads reaches the client through its StreamSink.
-class StreamCall {
- public:
-  virtual ~StreamCall() = default;
-  virtual void OnMessage(std::string_view payload) = 0;
-  // The client sent its last message.
-  virtual void OnHalfClose() = 0;
-  // The stream is gone (ended, cancelled, or its connection closed): nothing follows.
-  virtual void OnGone() {}
-};
 
 // Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
 // learner; or when the client asked for a leader ("hasleader: true") and none is known.
@@ -56,18 +30,29 @@ class MethodTable {
   using OpenStream = std::function<std::unique_ptr<StreamCall>(const H2Connection::Request& req,
                                                                std::shared_ptr<StreamSink> sink)>;
 
+  // Whether the client streams too (Watch, LeaseKeepAlive) or only the server (Snapshot).
+  enum class StreamKind { kServer, kBidi };
+
   // Adds a streaming method. As etcd's stream interceptor does for every stream, RefuseStream
-  // may end a stream at its start; otherwise `make(sink)` opens the call.
+  // may end a stream at its start; otherwise `make(sink)` opens the call. Its calls, messages
+  // and ends are counted for /metrics.
   template <typename Make>
-  void AddStream(EtcdServer& server, std::string path, Make make) {
+  void AddStream(EtcdServer& server, std::string path, StreamKind kind, Make make) {
+    const CallStats stats{
+        &server.metrics().Method(path, kind == StreamKind::kBidi ? "bidi_stream" : "server_stream"),
+        &server.metrics()};
     streams_[std::move(path)] =
-        [&server, make](const H2Connection::Request& req,
-                        std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
+        [&server, make, stats](const H2Connection::Request& req,
+                               std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
+      stats.method->started.Add();
+      auto counted = std::make_shared<CountingSink>(std::move(sink), stats);
       if (auto refused = RefuseStream(server, req)) {
-        sink->Finish(*refused);
+        counted->Finish(*refused);
         return nullptr;
       }
-      return make(std::move(sink));
+      std::unique_ptr<StreamCall> call = make(counted);
+      if (!call) return nullptr;
+      return std::make_unique<CountingCall>(std::move(call), std::move(counted), stats);
     };
   }
   const OpenStream* FindStream(const std::string& path) const {
@@ -96,28 +81,31 @@ class MethodTable {
   template <typename Req, typename Resp>
   void AddUnary(EtcdServer& server, std::string path,
                 std::function<void(const Req&, Reply<Resp>)> call, Header header = Header::kFull) {
-    unary_[std::move(path)] = [&server, call, header](std::string_view payload, Answer answer) {
-      // The request lives until its answer: some calls (ranges) read it after they return.
-      auto req = std::make_shared<Req>();
-      if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
-      call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
-        if (!r.ok()) return answer(r.status(), {});
-        switch (header) {
-          case Header::kFull:
-            server.FillHeader(r->mutable_header());
-            break;
-          case Header::kCluster:
-            server.FillClusterHeader(r->mutable_header());
-            break;
-          case Header::kNone:
-            r->clear_header();
-            break;
-          case Header::kAsAnswered:
-            break;
-        }
-        answer(Status::Ok(), FrameMessage(*r));
-      });
-    };
+    const CallStats stats{&server.metrics().Method(path, "unary"), &server.metrics()};
+    unary_[std::move(path)] = {
+        [&server, call, header](std::string_view payload, Answer answer) {
+          // The request lives until its answer: some calls (ranges) read it after they return.
+          auto req = std::make_shared<Req>();
+          if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
+          call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
+            if (!r.ok()) return answer(r.status(), {});
+            switch (header) {
+              case Header::kFull:
+                server.FillHeader(r->mutable_header());
+                break;
+              case Header::kCluster:
+                server.FillClusterHeader(r->mutable_header());
+                break;
+              case Header::kNone:
+                r->clear_header();
+                break;
+              case Header::kAsAnswered:
+                break;
+            }
+            answer(Status::Ok(), FrameMessage(*r));
+          });
+        },
+        stats};
   }
 
   // Adds a unary method served by EtcdServer's `call`, refused on a learner as etcd refuses
@@ -135,14 +123,20 @@ class MethodTable {
         header);
   }
 
+  // A unary method: the call, and its counters (the caller counts: OnRequest, where the call
+  // starts and its answer is taken).
+  struct UnaryMethod {
+    Unary call;
+    CallStats stats;
+  };
   // nullptr when no method has this path.
-  const Unary* Find(const std::string& path) const {
+  const UnaryMethod* Find(const std::string& path) const {
     auto it = unary_.find(path);
     return it == unary_.end() ? nullptr : &it->second;
   }
 
  private:
-  std::unordered_map<std::string, Unary> unary_;
+  std::unordered_map<std::string, UnaryMethod> unary_;
   std::unordered_map<std::string, OpenStream> streams_;
 };
 

@@ -32,8 +32,9 @@ struct NativeRpcServer::Impl final : rpc::LoopHost {
   struct Listener {
     int fd = -1;
     std::shared_ptr<rpc::TlsContext> tls;  // https URLs
+    bool metrics_only = false;             // a listen-metrics-url
   };
-  std::vector<Listener> listeners;  // in opts.urls order
+  std::vector<Listener> listeners;  // opts.urls, then opts.metrics_urls
   std::vector<int> ports;
   std::vector<std::unique_ptr<EventLoop>> loops;
   size_t next_loop = 0;  // loops[0]'s thread only
@@ -44,7 +45,7 @@ struct NativeRpcServer::Impl final : rpc::LoopHost {
 
   Impl(EtcdServer& s, const NativeRpcOptions& o) : LoopHost(s, o) {}
   ~Impl() override { CloseListeners(); }
-  Status Listen(const common::Url& url);
+  Status Listen(const common::Url& url, bool metrics_only);
   void CloseListeners() {
     for (Listener& l : listeners) {
       if (l.fd >= 0) close(l.fd);
@@ -68,11 +69,13 @@ struct NativeRpcServer::Impl final : rpc::LoopHost {
 };
 
 // Binds `url` as Go's net.Listen does: the first address its host resolves to.
-Status NativeRpcServer::Impl::Listen(const common::Url& url) {
+Status NativeRpcServer::Impl::Listen(const common::Url& url, bool metrics_only) {
   auto fail = [&](const std::string& why) {
-    return Unavailable("listen-client-urls: cannot listen on " + url.ToString() + ": " + why);
+    return Unavailable(std::string(metrics_only ? "listen-metrics-urls" : "listen-client-urls") +
+                       ": cannot listen on " + url.ToString() + ": " + why);
   };
   Listener l;
+  l.metrics_only = metrics_only;
   if (url.tls()) {
     ETCDW_ASSIGN_OR_RETURN(l.tls, rpc::TlsContext::ForServer(opts.tls));
   }
@@ -117,7 +120,7 @@ void NativeRpcServer::Impl::Accept(size_t listener) {
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     EventLoop& to = *loops[next_loop++ % loops.size()];
-    rpc::Mailbox::Accepted a{fd, listeners[listener].tls};
+    rpc::Mailbox::Accepted a{fd, listeners[listener].tls, listeners[listener].metrics_only};
     if (&to == loops[0].get()) {
       to.Adopt(std::move(a));
     } else {
@@ -141,7 +144,8 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& serv
     impl.loops.push_back(std::make_unique<EventLoop>(impl));
     ETCDW_RETURN_IF_ERROR(impl.loops.back()->Init());
   }
-  for (const common::Url& url : opts.urls) ETCDW_RETURN_IF_ERROR(impl.Listen(url));
+  for (const common::Url& url : opts.urls) ETCDW_RETURN_IF_ERROR(impl.Listen(url, false));
+  for (const common::Url& url : opts.metrics_urls) ETCDW_RETURN_IF_ERROR(impl.Listen(url, true));
   for (auto& loop : impl.loops) {
     EventLoop* l = loop.get();
     l->thread = common::NamedThread("rpc-loop", [l] { l->Run(); });
@@ -149,6 +153,10 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& serv
   for (size_t i = 0; i < opts.urls.size(); ++i) {
     log::Info("serving client requests",
               {log::F("address", opts.urls[i].ToString()), log::F("port", impl.ports[i])});
+  }
+  for (size_t i = 0; i < opts.metrics_urls.size(); ++i) {
+    log::Info("serving metrics", {log::F("address", opts.metrics_urls[i].ToString()),
+                                  log::F("port", impl.ports[opts.urls.size() + i])});
   }
   return s;
 }
@@ -174,6 +182,7 @@ const std::vector<int>& NativeRpcServer::ports() const { return impl_->ports; }
 NativeRpcOptions NativeRpcOptions::FromConfig(const common::EtcdConfig& cfg) {
   NativeRpcOptions o;
   o.urls = cfg.listen_client_urls;
+  o.metrics_urls = cfg.listen_metrics_urls;
   o.tls = cfg.client_tls;
   o.max_request_message_bytes = cfg.max_request_bytes + 512 * 1024;
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -97,9 +97,10 @@ class WatchCall final : public StreamCall {
 }  // namespace
 
 void AddWatchMethods(MethodTable& t, EtcdServer& s) {
-  t.AddStream(s, "/etcdserverpb.Watch/Watch", [&s](std::shared_ptr<StreamSink> sink) {
-    return std::make_unique<WatchCall>(s.watch_hub(), std::move(sink));
-  });
+  t.AddStream(s, "/etcdserverpb.Watch/Watch", MethodTable::StreamKind::kBidi,
+              [&s](std::shared_ptr<StreamSink> sink) {
+                return std::make_unique<WatchCall>(s.watch_hub(), std::move(sink));
+              });
 }
 
 }  // namespace etcdw::server::rpc
