@@ -89,18 +89,20 @@ class MethodTable {
           if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
           call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
             if (!r.ok()) return answer(r.status(), {});
-            switch (header) {
-              case Header::kFull:
-                server.FillHeader(r->mutable_header());
-                break;
-              case Header::kCluster:
-                server.FillClusterHeader(r->mutable_header());
-                break;
-              case Header::kNone:
-                r->clear_header();
-                break;
-              case Header::kAsAnswered:
-                break;
+            if constexpr (requires { r->mutable_header(); }) {  // etcd's messages, not others'
+              switch (header) {
+                case Header::kFull:
+                  server.FillHeader(r->mutable_header());
+                  break;
+                case Header::kCluster:
+                  server.FillClusterHeader(r->mutable_header());
+                  break;
+                case Header::kNone:
+                  r->clear_header();
+                  break;
+                case Header::kAsAnswered:
+                  break;
+              }
             }
             answer(Status::Ok(), FrameMessage(*r));
           });
@@ -154,5 +156,7 @@ void AddLeaseMethods(MethodTable& table, EtcdServer& server);
 void AddMaintenanceMethods(MethodTable& table, EtcdServer& server);
 // etcdserverpb.Watch: Watch (watch_methods.cc).
 void AddWatchMethods(MethodTable& table, EtcdServer& server);
+// grpc.health.v1.Health: Check, Watch (health_methods.cc).
+void AddHealthMethods(MethodTable& table, EtcdServer& server);
 
 }  // namespace etcdw::server::rpc

@@ -139,6 +139,7 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(EtcdServer& serv
   rpc::AddClusterMethods(impl.methods, server);
   rpc::AddMaintenanceMethods(impl.methods, server);
   rpc::AddWatchMethods(impl.methods, server);
+  rpc::AddHealthMethods(impl.methods, server);
   const int threads = opts.threads > 0 ? opts.threads : 1;
   for (int i = 0; i < threads; ++i) {
     impl.loops.push_back(std::make_unique<EventLoop>(impl));
