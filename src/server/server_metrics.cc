@@ -93,7 +93,9 @@ void ServerMetrics::CountTxn(const etcdserverpb::TxnRequest& r,
 }
 
 void ServerMetrics::SawLeader(uint64_t leader) {
-  if (leader != 0 && last_leader_.exchange(leader) != leader) leader_changes_.Add();
+  // Compared with the leader seen last, none included: a leader lost and found again counts.
+  const uint64_t before = last_leader_.exchange(leader);
+  if (leader != 0 && leader != before) leader_changes_.Add();
 }
 
 namespace {

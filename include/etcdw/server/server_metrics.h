@@ -67,7 +67,8 @@ class ServerMetrics {
   // Bytes of gRPC messages received and sent on the client API.
   common::Counter grpc_received_bytes, grpc_sent_bytes;
 
-  // Counts a change of leader as etcd does: a new leader, not its loss.
+  // Takes the leader Raft reports (0: none) and counts a change as etcd does: a leader that
+  // differs from the one seen last, not a loss of leader.
   void SawLeader(uint64_t leader);
   uint64_t leader_changes() const { return leader_changes_.Value(); }
 
