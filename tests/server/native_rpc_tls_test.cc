@@ -4,6 +4,7 @@
 // start with the setting's name.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -126,6 +127,34 @@ TEST_F(NativeRpcTlsTest, ClientsLeavingDuringBigAnswersLeaveTheServerServing) {
   }
   grpc::Status st = TryPut(*kv);
   EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+// Runs `command` in a shell; its standard output.
+std::string Output(const std::string& command) {
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+TEST_F(NativeRpcTlsTest, AnHttpsMetricsUrlServesHttp1EvenToClientsOfferingHttp2) {
+  NativeRpcOptions o = TlsOptions(/*client_cert_auth=*/true);
+  o.metrics_urls = {common::Url{"https", "127.0.0.1", 0}};
+  StartNative(o);
+  const std::string url = "https://127.0.0.1:" + std::to_string(native_->ports().at(1));
+  const std::string curl = "curl -s --max-time 10 --cacert " + certs_.Crt("ca");
+  // curl offers h2 by ALPN: the metrics URL does not take it, and answers over HTTP/1.1.
+  const std::string page =
+      Output(curl + " --cert " + certs_.Crt("client") + " --key " + certs_.Key("client") +
+             " -w 'HTTP %{http_version}' " + url + "/metrics");
+  EXPECT_NE(page.find("# TYPE etcd_server_has_leader gauge\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("HTTP 1.1"), std::string::npos) << page.substr(page.size() - 40);
+  // The client certificate settings hold there too.
+  EXPECT_EQ(Output(curl + " " + url + "/metrics").find("etcd_server_has_leader"),
+            std::string::npos);
 }
 
 TEST_F(NativeRpcTlsTest, UnusableTlsFilesAreRefusedAtStartWithTheSettingsName) {

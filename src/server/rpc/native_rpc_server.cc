@@ -77,7 +77,7 @@ Status NativeRpcServer::Impl::Listen(const common::Url& url, bool metrics_only) 
   Listener l;
   l.metrics_only = metrics_only;
   if (url.tls()) {
-    ETCDW_ASSIGN_OR_RETURN(l.tls, rpc::TlsContext::ForServer(opts.tls));
+    ETCDW_ASSIGN_OR_RETURN(l.tls, rpc::TlsContext::ForServer(opts.tls, /*http2=*/!metrics_only));
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -75,7 +75,8 @@ const BIO_METHOD* SocketMethod() {
 
 }  // namespace
 
-Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(const common::TlsConfig& tls) {
+Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(const common::TlsConfig& tls,
+                                                          bool http2) {
   if (!tls.HasCertificate()) {
     return InvalidArgument(
         "client-transport-security: an https client URL needs cert-file and key-file");
@@ -99,7 +100,7 @@ Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(const common::TlsConfi
   if (tls.client_cert_auth) {
     SSL_CTX_set_verify(c->ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   }
-  SSL_CTX_set_alpn_select_cb(c->ctx_, SelectAlpn, nullptr);
+  if (http2) SSL_CTX_set_alpn_select_cb(c->ctx_, SelectAlpn, nullptr);
   return c;
 }
 

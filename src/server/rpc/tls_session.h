@@ -21,7 +21,10 @@ namespace etcdw::server::rpc {
 class TlsContext {
  public:
   // Errors name the setting whose file cannot be used ("client-transport-security.cert-file").
-  static Result<std::shared_ptr<TlsContext>> ForServer(const common::TlsConfig& tls);
+  // `http2`: HTTP/2 is chosen by ALPN when the client offers it; without, no protocol is
+  // chosen and clients speak HTTP/1.1 (the metrics URLs, which serve only HTTP/1.1).
+  static Result<std::shared_ptr<TlsContext>> ForServer(const common::TlsConfig& tls,
+                                                       bool http2 = true);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
