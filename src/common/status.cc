@@ -2,7 +2,6 @@
 
 namespace etcdw {
 
-namespace {
 const char* CodeName(Code c) {
   switch (c) {
     case Code::kOk:
@@ -42,7 +41,6 @@ const char* CodeName(Code c) {
   }
   return "Code?";
 }
-}  // namespace
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

@@ -98,17 +98,6 @@ void ServerMetrics::SawLeader(uint64_t leader) {
   if (leader != 0 && leader != before) leader_changes_.Add();
 }
 
-namespace {
-
-// gRPC's status code names as go-grpc-prometheus labels them, by code.
-constexpr const char* kCodeNames[17] = {
-    "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
-    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
-    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
-    "DataLoss", "Unauthenticated"};
-
-}  // namespace
-
 void ServerMetrics::WriteGrpc(MetricsPage& page) const {
   std::lock_guard lock(mu_);
   auto labels = [](const GrpcMethodStats& m) -> MetricsPage::Labels {
@@ -123,7 +112,7 @@ void ServerMetrics::WriteGrpc(MetricsPage& page) const {
   for (const auto& [path, m] : methods_) {
     for (size_t code = 0; code < m->handled.size(); ++code) {
       MetricsPage::Labels l = labels(*m);
-      l.insert(l.begin(), {"grpc_code", kCodeNames[code]});
+      l.insert(l.begin(), {"grpc_code", CodeName(static_cast<Code>(code))});
       page.Sample(l, m->handled[code].Value());
     }
   }

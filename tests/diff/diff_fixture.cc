@@ -2,6 +2,9 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -21,6 +24,34 @@ std::string Outcome::ToString() const {
     return "error code=" + std::to_string(static_cast<int>(code)) + " message=\"" + message + "\"";
   }
   return "ok " + response;
+}
+
+std::string HttpExchange(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "connect failed";
+  }
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[16384];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
+    got.append(buf, static_cast<size_t>(n));
+    const size_t head_end = got.find("\r\n\r\n");
+    const size_t cl = got.find("Content-Length: ");
+    if (head_end != std::string::npos && cl != std::string::npos && cl < head_end &&
+        got.size() >= head_end + 4 + std::stoul(got.substr(cl + 16))) {
+      break;
+    }
+  }
+  close(fd);
+  return got;
 }
 
 bool Verbose() {

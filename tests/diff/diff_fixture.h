@@ -191,6 +191,11 @@ etcdserverpb::WatchRequest CreateWatch(const std::string& key, const std::string
 etcdserverpb::WatchRequest CancelWatch(int64_t watch_id);
 etcdserverpb::WatchRequest ProgressRequest();
 
+// Sends a raw HTTP/1.1 `request` to `port` on loopback and returns the whole answer: until the
+// server closes the connection, or until the body its Content-Length announces is in (etcd keeps
+// connections open). "connect failed" when nothing listens.
+std::string HttpExchange(int port, const std::string& request);
+
 // Request builders.
 etcdserverpb::RangeRequest RangeReq(const std::string& key, const std::string& end = "",
                                     int64_t rev = 0);

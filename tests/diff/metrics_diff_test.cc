@@ -1,8 +1,5 @@
 // Differential tests of /metrics: every family we serve is one of etcd's (same name, help and
 // type), the same calls move the same counters, and listen-metrics-urls serve what etcd's do.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -14,7 +11,7 @@
 namespace etcdw::testing {
 namespace {
 
-// GET `path` (or any request line) from a port on loopback: the status line, headers without
+// `method` `path` on a port on loopback: the status line, headers without
 // Date and the body (a chunked body decoded).
 struct HttpAnswer {
   std::string head;
@@ -23,25 +20,9 @@ struct HttpAnswer {
 
 HttpAnswer Request(int port, const std::string& method, const std::string& path) {
   HttpAnswer a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    a.head = "connect failed";
-    return a;
-  }
-  const std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
-                          (method == "POST" ? "Content-Length: 0\r\n" : "") + "\r\n";
-  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string got;
-  char buf[16384];
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
-  close(fd);
+  const std::string got =
+      HttpExchange(port, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+                             (method == "POST" ? "Content-Length: 0\r\n" : "") + "\r\n");
   const size_t end = got.find("\r\n\r\n");
   if (end == std::string::npos) {
     a.head = got;

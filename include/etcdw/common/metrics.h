@@ -4,7 +4,7 @@
 // their labels, numbers in Go's shortest form ("2.147483648e+09").
 //
 // Values are read when the page is written: a component keeps its own counters and a
-// collector (server/metrics.h) writes them under etcd's names, so nothing is registered
+// collector (server/server_metrics.h) writes them under etcd's names, so nothing is registered
 // globally and a component is testable without a registry.
 #pragma once
 

@@ -31,6 +31,9 @@ enum class Code : int {
   kUnauthenticated = 16,
 };
 
+// gRPC's name of a code ("FailedPrecondition"), as grpc-go prints it.
+const char* CodeName(Code c);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;

@@ -23,15 +23,14 @@ std::string HttpDate() {
   return buf;
 }
 
-// An answer laid out as Go's server writes etcd's: the handler's headers sorted by name (on the
-// client port etcd's CORS headers, from its default --cors "*", on every answer), then Date and
-// Content-Length, then a Content-Type Go sniffed from the body when the handler set none
-// (`sniffed`).
-std::string Response(HttpPort port, int code, std::string_view reason,
-                     std::string_view sorted_headers, std::string_view body,
-                     std::string_view sniffed = "") {
+// An answer laid out as Go's server writes etcd's: the handler's headers sorted by name (with
+// `cors`, etcd's CORS headers, which its client port's handlers add from its default --cors
+// "*"), then Date and Content-Length, then a Content-Type Go sniffed from the body when the
+// handler set none (`sniffed`).
+std::string Response(bool cors, int code, std::string_view reason, std::string_view sorted_headers,
+                     std::string_view body, std::string_view sniffed = "") {
   std::string r = "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) + "\r\n";
-  if (port == HttpPort::kClient) {
+  if (cors) {
     r += "Access-Control-Allow-Headers: accept, content-type, authorization\r\n";
     r += "Access-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\n";
     r += "Access-Control-Allow-Origin: *\r\n";
@@ -55,12 +54,13 @@ constexpr std::string_view kErrorHeaders =
 // etcd 3.4's /health: false with an alarm raised or without a leader; otherwise what a
 // linearizable read (one that needs a quorum) says. 200 {"health":"true"} or 503.
 void Health(EtcdServer& s, HttpPort port, std::function<void(std::string)> done) {
-  auto answer = [&s, port, done](bool healthy) {
+  const bool cors = port == HttpPort::kClient;
+  auto answer = [&s, cors, done](bool healthy) {
     (healthy ? s.metrics().health_ok : s.metrics().health_failed).Add();
     const std::string body = healthy ? R"({"health":"true"})" : R"({"health":"false"})";
     // etcd's handler sets no Content-Type: Go sniffs text/plain from the JSON.
-    done(healthy ? Response(port, 200, "OK", "", body, kText)
-                 : Response(port, 503, "Service Unavailable", "", body, kText));
+    done(healthy ? Response(cors, 200, "OK", "", body, kText)
+                 : Response(cors, 503, "Service Unavailable", "", body, kText));
   };
   const etcdserverpb::StatusResponse status = s.StatusInfo();
   if (status.errors_size() > 0 || status.leader() == 0) return answer(false);
@@ -88,7 +88,7 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
 }
 
 std::string HeadTooLarge() {
-  return Response(HttpPort::kMetrics, 431, "Request Header Fields Too Large", kTextHeader,
+  return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
                   "431 Request Header Fields Too Large");
 }
 
@@ -96,6 +96,7 @@ bool HasHttp1Head(std::string_view in) { return in.find("\r\n\r\n") != std::stri
 
 void AnswerHttp1(EtcdServer& s, HttpPort port, std::string_view in,
                  std::function<void(std::string)> done) {
+  const bool cors = port == HttpPort::kClient;  // a handler of the client port adds them
   // Request line: METHOD SP TARGET SP VERSION.
   const size_t eol = in.find("\r\n");
   const std::string_view line = in.substr(0, eol);
@@ -103,26 +104,27 @@ void AnswerHttp1(EtcdServer& s, HttpPort port, std::string_view in,
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (eol == std::string_view::npos || sp2 == std::string_view::npos ||
       line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-    return done(Response(HttpPort::kMetrics, 400, "Bad Request", kTextHeader, "400 Bad Request"));
+    // Go's server answers this itself, before any handler: no CORS headers.
+    return done(Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request"));
   }
   const std::string_view method = line.substr(0, sp1);
   std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));  // etcd 3.4 reads no query parameters here
   if (path == "/metrics") {               // any method, as Prometheus's handler
-    return done(Response(port, 200, "OK", kMetricsHeaders, MetricsText(s)));
+    return done(Response(cors, 200, "OK", kMetricsHeaders, MetricsText(s)));
   }
   const bool served = path == "/health" || (path == "/version" && port == HttpPort::kClient);
   if (!served) {
-    return done(Response(port, 404, "Not Found", kErrorHeaders, "404 page not found\n"));
+    return done(Response(cors, 404, "Not Found", kErrorHeaders, "404 page not found\n"));
   }
   if (method != "GET") {
-    return done(Response(port, 405, "Method Not Allowed",
+    return done(Response(cors, 405, "Method Not Allowed",
                          "Allow: GET\r\n" + std::string(kErrorHeaders), "Method Not Allowed\n"));
   }
   if (path == "/version") {
     const std::string body = std::string(R"({"etcdserver":")") + kEtcdVersion +
                              R"(","etcdcluster":")" + kEtcdApiVersion + R"(.0"})";
-    return done(Response(port, 200, "OK", "Content-Type: application/json\r\n", body));
+    return done(Response(cors, 200, "OK", "Content-Type: application/json\r\n", body));
   }
   Health(s, port, std::move(done));
 }
