@@ -17,10 +17,10 @@
 
 #include "bench_util.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/member/raft_log_storage.h"
 #include "etcdw/raft.pb.h"
 #include "etcdw/raft/raw_node.h"
 #include "etcdw/raft/storage.h"
-#include "etcdw/server/raft_log_storage.h"
 #include "etcdw/storage/raft_log.h"
 
 namespace etcdw::bench {
@@ -98,7 +98,7 @@ class EngineBackend final : public LogBackend {
     b->log_ = std::make_unique<storage::RaftLog>(b->dir_->path() + "/wal");
     ETCDW_RETURN_IF_ERROR(b->log_->Open(nullptr));
     // The server's adapter; the membership comes from CountingStorage, and no snapshot is taken.
-    b->storage_ = std::make_unique<server::RaftLogStorage>(
+    b->storage_ = std::make_unique<member::RaftLogStorage>(
         *b->log_, [] { return raftpb::ConfState(); },
         []() -> Result<raftpb::Snapshot> { return raftpb::Snapshot(); });
     return b;
@@ -118,7 +118,7 @@ class EngineBackend final : public LogBackend {
   EngineBackend() = default;
   std::unique_ptr<testsupport::ScratchDir> dir_;
   std::unique_ptr<storage::RaftLog> log_;  // these two are destroyed before dir_
-  std::unique_ptr<server::RaftLogStorage> storage_;
+  std::unique_ptr<member::RaftLogStorage> storage_;
 };
 
 raftpb::Message Answer(raftpb::MessageType type, uint64_t from, uint64_t term, uint64_t index) {

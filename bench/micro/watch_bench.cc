@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "etcdw/member/watch_hub.h"
 #include "etcdw/mvcc/key_range.h"
 #include "etcdw/mvcc/kv_store.h"
-#include "etcdw/server/watch_hub.h"
 
 namespace etcdw::bench {
 namespace {
 
-using server::WatchStream;
+using member::WatchStream;
 
 constexpr char kWatchedPrefix[] = "/registry/pods/";
 constexpr char kIdlePrefix[] = "/registry/events/";
@@ -44,7 +44,7 @@ int64_t CountEvents(const std::string& wire) {
 
 // A stream's sink that takes every write at once: it counts the events and leaves the write in
 // flight until Complete() reports it done, as a client reading promptly would.
-class CountingSink final : public server::WatchSink {
+class CountingSink final : public member::WatchSink {
  public:
   void StartWrite(std::string wire) override {
     events_.fetch_add(CountEvents(wire), std::memory_order_relaxed);
@@ -119,13 +119,13 @@ void BM_WatchNotify(benchmark::State& state) {
   if (!Check(state, disk.status())) return;
   auto kv = mvcc::KvStore::Open(*disk->engine);
   if (!Check(state, kv.status())) return;
-  server::WatchHubOptions opts;
+  member::WatchHubOptions opts;
   opts.fill_header = [](etcdserverpb::ResponseHeader* h) {
     h->set_cluster_id(0x1c2a3b4d5e6f7081);
     h->set_member_id(0x8a9b0c1d2e3f4051);
     h->set_raft_term(2);
   };
-  server::WatchHub hub(**kv, opts);
+  member::WatchHub hub(**kv, opts);
   hub.Start();
 
   std::vector<std::unique_ptr<Client>> clients;

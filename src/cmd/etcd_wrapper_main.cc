@@ -23,10 +23,10 @@
 #include "etcdw/common/config.h"
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/stop.h"
 #include "etcdw/common/version.h"
 #include "etcdw/wrapper/app.h"
 #include "etcdw/wrapper/options.h"
-#include "etcdw/wrapper/stop.h"
 #include "grpc_log.h"
 
 namespace {
@@ -122,7 +122,7 @@ int StartEtcd(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   // Block the stop signals before any thread starts, so only the signal thread receives them.
-  etcdw::wrapper::BlockStopSignals();
+  etcdw::common::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
   etcdw::cmd::PollClientConnectionsPromptly();
   etcdw::cmd::RouteGrpcLogs();

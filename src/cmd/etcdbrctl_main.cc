@@ -20,6 +20,7 @@
 
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/stop.h"
 #include "etcdw/common/version.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/initializer.h"
@@ -27,7 +28,6 @@
 #include "etcdw/sidecar/restorer.h"
 #include "etcdw/sidecar/server_app.h"
 #include "etcdw/sidecar/snapshotter.h"
-#include "etcdw/wrapper/stop.h"
 #include "grpc_log.h"
 
 namespace {
@@ -109,8 +109,8 @@ int Server(const std::vector<std::string>& args) {
   if (auto code = ParseFlags("server", args, &o)) return *code;
   log::Info("etcdbrctl starting",
             {log::F("version", etcdw::kVersion), log::F("git-sha", etcdw::kGitSha)});
-  etcdw::wrapper::StopRequest stop;
-  etcdw::wrapper::SignalCatcher signals(&stop, "");
+  etcdw::common::StopRequest stop;
+  etcdw::common::SignalCatcher signals(&stop);
   Status st = sidecar::RunServer(o, *stop.cancelled());
   if (!st.ok()) return Fail("etcdbrctl server failed", st);
   log::Info("etcdbrctl stopped", {log::F("reason", stop.reason())});
@@ -131,8 +131,8 @@ int Snapshot(const std::vector<std::string>& args) {
   auto so = sidecar::SnapshotterOptionsOf(o);
   if (!so.ok()) return Fail("invalid snapshotter settings", so.status());
   sidecar::Snapshotter snapshotter(**store, **client, *so);
-  etcdw::wrapper::StopRequest stop;
-  etcdw::wrapper::SignalCatcher signals(&stop, "");
+  etcdw::common::StopRequest stop;
+  etcdw::common::SignalCatcher signals(&stop);
   std::thread watcher([&] {
     stop.Wait();
     snapshotter.Stop();
@@ -207,7 +207,7 @@ int Initialize(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  etcdw::wrapper::BlockStopSignals();
+  etcdw::common::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
   umask(0077);
   etcdw::cmd::PollClientConnectionsPromptly();

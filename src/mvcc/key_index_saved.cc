@@ -1,6 +1,6 @@
 // The key index's copy saved across a clean stop (see key_index.h).
 //
-// Records, in the Meta column:
+// Records, in the Meta column (storage/meta_records.h: kKeyIndexHead, kKeyIndexChunks):
 //   local/key-index/head              u8 format (1), then big-endian u64s: revision, number of
 //                                     keys, number of chunks
 //   local/key-index/chunk/<u64 BE n>  chunks 0..n-1, about kChunkBytes each: the keys in order,
@@ -13,22 +13,22 @@
 #include "etcdw/common/varint.h"
 #include "etcdw/mvcc/key_index.h"
 #include "etcdw/storage/engine.h"
+#include "etcdw/storage/meta_records.h"
 
 namespace etcdw::mvcc {
 
 namespace {
 
-constexpr char kPrefix[] = "local/key-index/";
-constexpr char kPrefixEnd[] = "local/key-index0";  // '0' follows '/'
-constexpr char kHeadKey[] = "local/key-index/head";
-constexpr char kChunkPrefix[] = "local/key-index/chunk/";
-constexpr char kChunkPrefixEnd[] = "local/key-index/chunk0";
+namespace meta = storage::meta;
+
 constexpr uint8_t kFormat = 1;
 constexpr size_t kHeadBytes = 1 + 3 * 8;
 constexpr size_t kChunkBytes = size_t{1} << 20;
 constexpr uint64_t kMaxReservedKeys = uint64_t{1} << 24;
 
-std::string ChunkKey(uint64_t n) { return kChunkPrefix + storage::EncodeFixed64BE(n); }
+std::string ChunkKey(uint64_t n) {
+  return meta::KeyIn(meta::kKeyIndexChunks, storage::EncodeFixed64BE(n));
+}
 
 Status Damaged(const std::string& what) { return DataLoss("saved key index: " + what); }
 
@@ -76,11 +76,11 @@ void KeyIndex::StageSave(storage::Batch& batch) const {
   storage::PutFixed64BE(head, static_cast<uint64_t>(rev_));
   storage::PutFixed64BE(head, keys_.size());
   storage::PutFixed64BE(head, chunks);
-  batch.Put(storage::Column::kMeta, kHeadKey, head);
+  batch.Put(storage::Column::kMeta, meta::kKeyIndexHead.key, head);
 }
 
 Result<KeyIndex::Saved> KeyIndex::LoadSaved(const storage::Engine& engine, int64_t rev) {
-  ETCDW_ASSIGN_OR_RETURN(auto head, engine.Get(storage::Column::kMeta, kHeadKey));
+  ETCDW_ASSIGN_OR_RETURN(auto head, engine.Get(storage::Column::kMeta, meta::kKeyIndexHead.key));
   if (!head) return Saved::kNone;
   if (head->size() != kHeadBytes || static_cast<uint8_t>((*head)[0]) != kFormat) {
     return Damaged("its head record is not of a known format");
@@ -96,8 +96,8 @@ Result<KeyIndex::Saved> KeyIndex::LoadSaved(const storage::Engine& engine, int64
   keys.Reserve(static_cast<size_t>(std::min<uint64_t>(want_keys, kMaxReservedKeys)));
   storage::ReadOptions ro;
   ro.fill_cache = false;
-  ro.lower_bound = kChunkPrefix;
-  ro.upper_bound = kChunkPrefixEnd;
+  ro.lower_bound = std::string(meta::kKeyIndexChunks.key);
+  ro.upper_bound = meta::FamilyEnd(meta::kKeyIndexChunks);
   auto it = engine.NewIterator(storage::Column::kMeta, ro);
   uint64_t chunks = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -119,9 +119,10 @@ Result<KeyIndex::Saved> KeyIndex::LoadSaved(const storage::Engine& engine, int64
 }
 
 Status KeyIndex::StageDeleteSaved(const storage::Engine& engine, storage::Batch& batch) {
+  batch.Delete(storage::Column::kMeta, meta::kKeyIndexHead.key);
   storage::ReadOptions ro;
-  ro.lower_bound = kPrefix;
-  ro.upper_bound = kPrefixEnd;
+  ro.lower_bound = std::string(meta::kKeyIndexChunks.key);
+  ro.upper_bound = meta::FamilyEnd(meta::kKeyIndexChunks);
   auto it = engine.NewIterator(storage::Column::kMeta, ro);
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     batch.Delete(storage::Column::kMeta, it->key());

@@ -8,6 +8,7 @@
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/mvcc/revision.h"
+#include "etcdw/storage/meta_records.h"
 #include "etcdw/storage/versioned_key.h"
 
 namespace etcdw::mvcc {
@@ -61,10 +62,10 @@ class SnapshotView final : public ReadView {
   const KeyIndex& index_;
 };
 
-Result<int64_t> ReadInt(const storage::Engine& e, const char* key, int64_t def) {
+Result<int64_t> ReadInt(const storage::Engine& e, std::string_view key, int64_t def) {
   ETCDW_ASSIGN_OR_RETURN(auto v, e.Get(Column::kMeta, key));
   if (!v) return def;
-  if (v->size() != 8) return DataLoss(std::string("store record ") + key + " is corrupt");
+  if (v->size() != 8) return DataLoss("store record " + std::string(key) + " is corrupt");
   return static_cast<int64_t>(storage::DecodeFixed64BE(v->data()));
 }
 
@@ -290,12 +291,12 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(storage::Engine& engine, OpenOpti
 
 Result<StoreMeta> ReadStoreMeta(const storage::Engine& engine) {
   StoreMeta m;
-  ETCDW_ASSIGN_OR_RETURN(m.rev, ReadInt(engine, meta_keys::kCurrentRev, 1));
-  ETCDW_ASSIGN_OR_RETURN(int64_t ci, ReadInt(engine, meta_keys::kConsistentIndex, 0));
+  ETCDW_ASSIGN_OR_RETURN(m.rev, ReadInt(engine, storage::meta::kCurrentRev.key, 1));
+  ETCDW_ASSIGN_OR_RETURN(int64_t ci, ReadInt(engine, storage::meta::kConsistentIndex.key, 0));
   ETCDW_ASSIGN_OR_RETURN(m.scheduled_compact_rev,
-                         ReadInt(engine, meta_keys::kScheduledCompactRev, -1));
+                         ReadInt(engine, storage::meta::kScheduledCompactRev.key, -1));
   ETCDW_ASSIGN_OR_RETURN(m.finished_compact_rev,
-                         ReadInt(engine, meta_keys::kFinishedCompactRev, -1));
+                         ReadInt(engine, storage::meta::kFinishedCompactRev.key, -1));
   m.consistent_index = static_cast<uint64_t>(ci);
   if (m.rev < 1) {
     return DataLoss("store current revision " + std::to_string(m.rev) + " is invalid");
@@ -371,15 +372,15 @@ Status KvStore::Compact(ApplyBatch& b, int64_t rev) {
   if (rev > b.pending_rev_) return errors::FutureRev();
   b.pending_compact_rev_ = rev;
   b.compaction_ = rev;
-  b.batch_.Put(Column::kMeta, meta_keys::kScheduledCompactRev,
+  b.batch_.Put(Column::kMeta, storage::meta::kScheduledCompactRev.key,
                storage::EncodeFixed64BE(static_cast<uint64_t>(rev)));
   return Status::Ok();
 }
 
 Status KvStore::Commit(ApplyBatch& b, uint64_t consistent_index) {
-  b.batch_.Put(Column::kMeta, meta_keys::kCurrentRev,
+  b.batch_.Put(Column::kMeta, storage::meta::kCurrentRev.key,
                storage::EncodeFixed64BE(static_cast<uint64_t>(b.pending_rev_)));
-  b.batch_.Put(Column::kMeta, meta_keys::kConsistentIndex,
+  b.batch_.Put(Column::kMeta, storage::meta::kConsistentIndex.key,
                storage::EncodeFixed64BE(consistent_index));
   // A saved key index describes the keys at the revision it was saved at only: it goes with the
   // first write after it (atomically, so no crash leaves it beside later changes).
@@ -410,7 +411,7 @@ Status KvStore::ReplaceState(const std::function<Status()>& replace) {
 
 Status KvStore::MarkCompactionFinished(int64_t rev) {
   storage::Batch batch(engine_);
-  batch.Put(Column::kMeta, meta_keys::kFinishedCompactRev,
+  batch.Put(Column::kMeta, storage::meta::kFinishedCompactRev.key,
             storage::EncodeFixed64BE(static_cast<uint64_t>(rev)));
   ETCDW_RETURN_IF_ERROR(engine_.Write(batch, /*sync=*/false));
   finished_compact_rev_.store(rev);

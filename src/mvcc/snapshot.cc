@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "etcdw/common/varint.h"
+#include "etcdw/storage/meta_records.h"
 
 namespace etcdw::mvcc {
 
@@ -21,11 +22,6 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr Column kSnapshotColumns[] = {Column::kMeta, Column::kKeys, Column::kRevisions,
                                        Column::kLeases};
 constexpr int kNumSnapshotColumns = 4;
-
-// The Raft log's records and this member's own identity ("local/") are not state to copy.
-bool IncludedMetaKey(std::string_view k) {
-  return k.substr(0, 5) != "raft/" && k.substr(0, 6) != "local/";
-}
 
 std::string Header() {
   std::string h(kSnapshotMagic, 8);
@@ -50,7 +46,7 @@ Result<uint64_t> SnapshotWriter::TotalSize() {
     ro.fill_cache = false;
     auto it = engine_.NewIterator(c, ro);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (c == Column::kMeta && !IncludedMetaKey(it->key())) continue;
+      if (c == Column::kMeta && !storage::meta::InSnapshot(it->key())) continue;
       total += 1 + common::VarintSize(it->key().size()) + it->key().size() +
                common::VarintSize(it->value().size()) + it->value().size();
     }
@@ -64,7 +60,7 @@ bool SnapshotWriter::NextRecord(std::string& out) {
     if (it_ && it_->Valid()) {
       Column c = kSnapshotColumns[column_];
       std::string_view k = it_->key(), v = it_->value();
-      if (c != Column::kMeta || IncludedMetaKey(k)) {
+      if (c != Column::kMeta || storage::meta::InSnapshot(k)) {
         size_t start = out.size();
         out.push_back(static_cast<char>(c));
         common::AppendVarint(out, k.size());
@@ -187,6 +183,10 @@ Status RestoreSnapshot(std::istream& in, storage::Engine& engine) {
     if (!r.ReadVarint(&vlen) || vlen > (1u << 30)) return DataLoss("snapshot: bad value length");
     value.resize(vlen);
     if (!r.Read(value.data(), vlen)) return DataLoss("snapshot: truncated value");
+    if (static_cast<Column>(col) == Column::kMeta && !storage::meta::InSnapshot(key)) {
+      return DataLoss("snapshot: meta record \"" + storage::meta::Printable(key) +
+                      "\" is not replicated state this version knows");
+    }
     batch.Put(static_cast<Column>(col), key, value);
     ++records;
     if (batch.DataSize() > (size_t{4} << 20)) {
@@ -244,7 +244,7 @@ Status ClearState(storage::Engine& engine) {
     auto it = engine.NewIterator(c);
     storage::Batch batch(engine);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (c == storage::Column::kMeta && !IncludedMetaKey(it->key())) continue;
+      if (c == storage::Column::kMeta && storage::meta::KeptOverSnapshot(it->key())) continue;
       batch.Delete(c, it->key());
       if (batch.Count() >= 10000) {
         ETCDW_RETURN_IF_ERROR(engine.Write(batch, false));

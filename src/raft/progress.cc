@@ -1,12 +1,13 @@
 #include "etcdw/raft/progress.h"
 
 #include <algorithm>
-#include <stdexcept>
+
+#include "fatal.h"
 
 namespace etcdw::raft {
 
 void Inflights::Add(uint64_t last_index) {
-  if (Full()) throw std::logic_error("raft: cannot add into a full inflights window");
+  if (Full()) Fatal("cannot add into a full inflights window");
   if (buffer_.empty()) buffer_.resize(size_);  // allocated on first use
   size_t next = start_ + count_;
   if (next >= size_) next -= size_;

@@ -207,8 +207,8 @@ Status ValidateServerOptions(const ServerOptions& o) {
   return InvalidArgument(msg);
 }
 
-server::RestoreTarget RestoreTargetOf(const RestorationFlags& r) {
-  server::RestoreTarget t;
+data_dir::RestoreTarget RestoreTargetOf(const RestorationFlags& r) {
+  data_dir::RestoreTarget t;
   t.name = r.name;
   t.initial_cluster = r.initial_cluster;
   t.initial_cluster_token = r.initial_cluster_token;

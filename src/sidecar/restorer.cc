@@ -39,7 +39,7 @@ Result<std::string> ReadAll(const std::string& path) {
 
 // Applies one delta; events of one revision form one transaction. Revisions the store already
 // has are skipped (the full snapshot or an earlier delta covered them).
-Status ApplyDelta(server::OfflineStore& db, const SnapshotInfo& s,
+Status ApplyDelta(data_dir::OfflineStore& db, const SnapshotInfo& s,
                   const std::vector<DeltaEvent>& events) {
   size_t i = 0;
   while (i < events.size()) {
@@ -65,7 +65,7 @@ Status Restore(SnapStore& store, const LatestSet& set, const std::string& part,
                const RestoreOptions& o) {
   std::string db_file = o.temp_dir + "/snapshot.db";
   ETCDW_RETURN_IF_ERROR(FetchPlain(store, *set.full, o.temp_dir, db_file));
-  Status st = server::RestoreDataDir(db_file, part, o.target, o.skip_hash_check);
+  Status st = data_dir::RestoreDataDir(db_file, part, o.target, o.skip_hash_check);
   std::error_code ec;
   fs::remove(db_file, ec);
   if (!st.ok()) return st.WithContext("full snapshot " + set.full->snap_name);
@@ -73,7 +73,7 @@ Status Restore(SnapStore& store, const LatestSet& set, const std::string& part,
             {log::F("snapshot", set.full->snap_name), log::F("revision", set.full->last_revision)});
   if (set.deltas.empty()) return Status::Ok();
 
-  ETCDW_ASSIGN_OR_RETURN(auto db, server::OfflineStore::Open(part));
+  ETCDW_ASSIGN_OR_RETURN(auto db, data_dir::OfflineStore::Open(part));
   for (const SnapshotInfo& d : set.deltas) {
     if (d.last_revision <= db->Rev()) {
       log::Info("skipping a delta snapshot the store already covers",

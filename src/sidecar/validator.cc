@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "etcdw/common/logging.h"
-#include "etcdw/server/data_dir.h"
+#include "etcdw/data_dir/data_dir.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -48,19 +48,19 @@ Validation CheckSafeGuard(const std::string& data_dir) {
   return {DataDirStatus::kValid, ""};
 }
 
-DataDirStatus FromCheck(server::DataDirState s) {
+DataDirStatus FromCheck(data_dir::DataDirState s) {
   switch (s) {
-    case server::DataDirState::kValid:
+    case data_dir::DataDirState::kValid:
       return DataDirStatus::kValid;
-    case server::DataDirState::kNotExist:
+    case data_dir::DataDirState::kNotExist:
       return DataDirStatus::kNotExist;
-    case server::DataDirState::kInvalidStruct:
+    case data_dir::DataDirState::kInvalidStruct:
       return DataDirStatus::kInvalidStructure;
-    case server::DataDirState::kCorrupt:
+    case data_dir::DataDirState::kCorrupt:
       return DataDirStatus::kCorrupt;
-    case server::DataDirState::kLocked:
+    case data_dir::DataDirState::kLocked:
       return DataDirStatus::kFailToOpen;
-    case server::DataDirState::kUnknown:
+    case data_dir::DataDirState::kUnknown:
       break;
   }
   return DataDirStatus::kUnknown;
@@ -101,7 +101,7 @@ Validation ValidateDataDir(const std::string& data_dir, ValidationMode mode, Sna
   Validation guard = CheckSafeGuard(data_dir);
   if (guard.status != DataDirStatus::kValid) return guard;
 
-  server::DataDirCheck check = server::CheckDataDir(data_dir, mode == ValidationMode::kFull);
+  data_dir::DataDirCheck check = data_dir::CheckDataDir(data_dir, mode == ValidationMode::kFull);
   Validation v{FromCheck(check.state), check.detail};
   if (v.status == DataDirStatus::kValid && store != nullptr && cluster_size <= 1) {
     // The member must not be behind the backup: that would serve older data than was

@@ -11,6 +11,7 @@
 
 #include "etcdw/common/dir_sync.h"
 #include "etcdw/storage/engine.h"
+#include "etcdw/storage/meta_records.h"
 #include "etcdw/storage/raft_log.h"
 #include "raft_log_format.h"
 
@@ -20,9 +21,6 @@ namespace fmt = raft_log_format;
 namespace fs = std::filesystem;
 
 namespace {
-
-const char kLegacyHardState[] = "raft/hard_state";
-const char kLegacyCompacted[] = "raft/compacted";
 
 bool HasSegments(const std::string& dir) {
   std::error_code ec;
@@ -71,8 +69,8 @@ Result<LegacyLog> ReadLegacy(Engine& engine, const std::optional<std::string>& h
 }  // namespace
 
 Status RaftLog::Migrate(Engine& engine) {
-  ETCDW_ASSIGN_OR_RETURN(auto hs, engine.Get(Column::kMeta, kLegacyHardState));
-  ETCDW_ASSIGN_OR_RETURN(auto compacted, engine.Get(Column::kMeta, kLegacyCompacted));
+  ETCDW_ASSIGN_OR_RETURN(auto hs, engine.Get(Column::kMeta, meta::kLegacyHardState.key));
+  ETCDW_ASSIGN_OR_RETURN(auto compacted, engine.Get(Column::kMeta, meta::kLegacyCompacted.key));
   bool entries = false;
   {
     auto it = engine.NewIterator(Column::kRaftLog);
@@ -111,8 +109,8 @@ Status RaftLog::Migrate(Engine& engine) {
   }
   Batch drop(engine);
   drop.DeleteRange(Column::kRaftLog, EncodeFixed64BE(0), EncodeFixed64BE(UINT64_MAX));
-  drop.Delete(Column::kMeta, kLegacyHardState);
-  drop.Delete(Column::kMeta, kLegacyCompacted);
+  drop.Delete(Column::kMeta, meta::kLegacyHardState.key);
+  drop.Delete(Column::kMeta, meta::kLegacyCompacted.key);
   return engine.Write(drop, /*sync=*/true);
 }
 

@@ -16,13 +16,13 @@
 #include "etcdw/common/config.h"
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/stop.h"
 #include "etcdw/wrapper/bootstrap.h"
 #include "etcdw/wrapper/control_server.h"
 #include "etcdw/wrapper/embedded_member.h"
 #include "etcdw/wrapper/exit_code.h"
 #include "etcdw/wrapper/readiness.h"
 #include "etcdw/wrapper/sidecar_client.h"
-#include "etcdw/wrapper/stop.h"
 
 namespace etcdw::wrapper {
 
@@ -87,8 +87,8 @@ ControlServerOptions ControlOptionsFor(const common::EtcdConfig& cfg, int port) 
 
 // The store from start to stop, once the config is known: /readyz, the member, the wait for a
 // stop, the graceful shutdown. Returns the exit code.
-int RunStore(const common::EtcdConfig& cfg, StopRequest& stop, const ReadinessOptions* readiness,
-             int wrapper_port, const std::string& exit_code_file,
+int RunStore(const common::EtcdConfig& cfg, common::StopRequest& stop,
+             const ReadinessOptions* readiness, int wrapper_port, const std::string& exit_code_file,
              std::chrono::milliseconds ready_timeout) {
   std::unique_ptr<ReadinessProbe> probe;
   std::unique_ptr<ControlServer> control;
@@ -130,12 +130,19 @@ bool ApplyLogLevel(const std::string& flag, const std::string& from_config) {
   return true;
 }
 
+// The signal catcher's hook: records the stop signal's name in the exit-code file, when one is
+// set, so that the next start chooses its validation from it (exit_code.h).
+common::SignalCatcher::SignalHook RecordSignalIn(const std::string& exit_code_file) {
+  if (exit_code_file.empty()) return nullptr;
+  return [exit_code_file](const std::string& name) { CaptureExitSignal(exit_code_file, name); };
+}
+
 }  // namespace
 
 int RunStartEtcd(const StartEtcdOptions& o) {
   ApplyLogLevel(o.log_level, "");
-  StopRequest stop;
-  SignalCatcher signals(&stop, o.exit_code_file);
+  common::StopRequest stop;
+  common::SignalCatcher signals(&stop, RecordSignalIn(o.exit_code_file));
   log::Info(
       "Running with flags",
       {log::F("backup-restore-ca-cert-bundle-path", o.sidecar_ca_file),
@@ -231,8 +238,8 @@ int RunLocal(const LocalOptions& o) {
     std::fprintf(stderr, "etcd-wrapper: %s\n", st.message().c_str());
     return 1;
   }
-  StopRequest stop;
-  SignalCatcher signals(&stop, o.exit_code_file);
+  common::StopRequest stop;
+  common::SignalCatcher signals(&stop, RecordSignalIn(o.exit_code_file));
   // Readiness through the first client URL (a wildcard host means this machine).
   ReadinessOptions r;
   const common::Url& u = cfg->listen_client_urls.front();

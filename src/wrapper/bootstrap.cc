@@ -18,7 +18,7 @@ Status Canceled() { return Status(Code::kCanceled, "stop requested during bootst
 }  // namespace
 
 Status RunInitialization(SidecarClient& sidecar, const BootstrapOptions& options,
-                         const StopRequest& stop) {
+                         const common::StopRequest& stop) {
   const auto start = Clock::now();
   milliseconds backoff = options.poll_interval;
   InitState last_state = InitState::kInProgress;
@@ -79,7 +79,7 @@ Status RunInitialization(SidecarClient& sidecar, const BootstrapOptions& options
 }
 
 Result<std::string> FetchConfig(SidecarClient& sidecar, const BootstrapOptions& options,
-                                const StopRequest& stop) {
+                                const common::StopRequest& stop) {
   Status last;
   for (int attempt = 0; attempt < options.config_attempts; ++attempt) {
     if (stop.requested()) return Canceled();

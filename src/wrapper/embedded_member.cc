@@ -11,10 +11,10 @@ namespace log = etcdw::log;
 using Clock = std::chrono::steady_clock;
 
 Result<std::unique_ptr<EmbeddedMember>> EmbeddedMember::Start(const common::EtcdConfig& config,
-                                                              StopRequest* stop) {
+                                                              common::StopRequest* stop) {
   std::unique_ptr<EmbeddedMember> m(new EmbeddedMember());
   m->config_ = config;
-  auto server = server::EtcdServer::Open(config);
+  auto server = member::EtcdServer::Open(config);
   if (!server.ok()) return server.status().WithContext("cannot open the store");
   m->server_ = std::move(server).value();
   m->server_->SetFatalHandler([stop](const Status& st) { stop->Request(1, st.ToString()); });
@@ -28,7 +28,7 @@ Result<std::unique_ptr<EmbeddedMember>> EmbeddedMember::Start(const common::Etcd
 
 EmbeddedMember::~EmbeddedMember() { Stop(false); }
 
-Result<bool> EmbeddedMember::ServeWhenPublished(const StopRequest& stop,
+Result<bool> EmbeddedMember::ServeWhenPublished(const common::StopRequest& stop,
                                                 std::chrono::milliseconds warn_after) {
   const auto start = Clock::now();
   bool warned = false;
@@ -43,8 +43,8 @@ Result<bool> EmbeddedMember::ServeWhenPublished(const StopRequest& stop,
   }
   // listen-client-urls are served by our own HTTP/2 server (docs/design.md, "The client API
   // server").
-  auto native =
-      server::NativeRpcServer::Start(*server_, server::NativeRpcOptions::FromConfig(config_));
+  auto native = client_api::NativeRpcServer::Start(
+      *server_, client_api::NativeRpcOptions::FromConfig(config_));
   if (!native.ok()) return native.status();
   native_ = std::move(native).value();
   log::Info("etcd server is now ready to serve client requests",

@@ -9,6 +9,7 @@
 #include "etcdw/mvcc/key_range.h"
 #include "etcdw/mvcc/revision.h"
 #include "etcdw/mvcc/txn.h"
+#include "etcdw/storage/meta_records.h"
 #include "etcdw/storage/versioned_key.h"
 #include "mvcc/mvcc_test_util.h"
 
@@ -976,21 +977,23 @@ TEST(KvStoreReopenTest, CorruptMetaIsDataLoss) {
   auto e = storage::Engine::Open("/mem/corrupt", o);
   ASSERT_TRUE(e.ok());
   storage::Batch b(**e);
-  b.Put(storage::Column::kMeta, meta_keys::kCurrentRev, "123");
+  b.Put(storage::Column::kMeta, storage::meta::kCurrentRev.key, "123");
   ASSERT_TRUE((*e)->Write(b, false).ok());
   auto kv = KvStore::Open(**e);
   ASSERT_FALSE(kv.ok());
   EXPECT_EQ(kv.status().code(), Code::kDataLoss);
 
   storage::Batch c(**e);
-  c.Put(storage::Column::kMeta, meta_keys::kCurrentRev, storage::EncodeFixed64BE(0));
+  c.Put(storage::Column::kMeta, storage::meta::kCurrentRev.key, storage::EncodeFixed64BE(0));
   ASSERT_TRUE((*e)->Write(c, false).ok());
   EXPECT_EQ(KvStore::Open(**e).status().code(), Code::kDataLoss);
 
   storage::Batch d(**e);
-  d.Put(storage::Column::kMeta, meta_keys::kCurrentRev, storage::EncodeFixed64BE(5));
-  d.Put(storage::Column::kMeta, meta_keys::kScheduledCompactRev, storage::EncodeFixed64BE(3));
-  d.Put(storage::Column::kMeta, meta_keys::kFinishedCompactRev, storage::EncodeFixed64BE(4));
+  d.Put(storage::Column::kMeta, storage::meta::kCurrentRev.key, storage::EncodeFixed64BE(5));
+  d.Put(storage::Column::kMeta, storage::meta::kScheduledCompactRev.key,
+        storage::EncodeFixed64BE(3));
+  d.Put(storage::Column::kMeta, storage::meta::kFinishedCompactRev.key,
+        storage::EncodeFixed64BE(4));
   ASSERT_TRUE((*e)->Write(d, false).ok());
   auto bad = KvStore::Open(**e);
   ASSERT_FALSE(bad.ok());

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "etcdw/common/varint.h"
 #include "etcdw/mvcc/compactor.h"
 #include "etcdw/mvcc/hash.h"
 #include "etcdw/raft.pb.h"
+#include "etcdw/storage/meta_records.h"
 #include "mvcc/mvcc_test_util.h"
 
 namespace etcdw::mvcc {
@@ -199,6 +201,80 @@ TEST(SnapshotTest, RestoreReproducesEveryRangeAnswer) {
     ASSERT_TRUE(c.WaitFinished(20).ok());
   }
   EXPECT_EQ(Answers(**kv), expected);
+}
+
+// A snapshot stream holding exactly `records` (column, key, value), framed as snapshot.h says.
+std::string CraftSnapshot(
+    const std::vector<std::tuple<storage::Column, std::string, std::string>>& records) {
+  std::string out("ETCDWSNP\0\0\0\x01", 12);
+  for (const auto& [column, key, value] : records) {
+    out.push_back(static_cast<char>(column));
+    common::AppendVarint(out, key.size());
+    out += key;
+    common::AppendVarint(out, value.size());
+    out += value;
+  }
+  out.push_back(static_cast<char>(0xff));
+  out.append((512 - out.size() % 512) % 512, '\0');
+  common::Sha256 sha;
+  sha.Update(out);
+  const auto digest = sha.Final();
+  out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+  return out;
+}
+
+TEST(SnapshotTest, OnlyReplicatedMetaRecordsTravel) {
+  auto s = Populated();
+  storage::Batch b(s->engine());
+  namespace meta = storage::meta;
+  b.Put(storage::Column::kMeta, meta::kClusterId.key, storage::EncodeFixed64BE(7));
+  b.Put(storage::Column::kMeta, meta::KeyIn(meta::kClusterMembers, "00000000000000aa"), "m");
+  b.Put(storage::Column::kMeta, meta::kLocalMemberId.key, storage::EncodeFixed64BE(9));
+  b.Put(storage::Column::kMeta, meta::KeyIn(meta::kKeyIndexChunks, "x"), "chunk");
+  b.Put(storage::Column::kMeta, "mystery/record", "undeclared");
+  ASSERT_TRUE(s->engine().Write(b, true).ok());
+  const std::string snap = WriteSnapshot(s->engine());
+  // The size announced beforehand counts the same records.
+  SnapshotWriter w(s->engine());
+  EXPECT_EQ(w.TotalSize().value(), snap.size());
+  Status st;
+  auto r = Restore(snap, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<std::string> keys;
+  auto it = r->engine().NewIterator(storage::Column::kMeta);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) keys.emplace_back(it->key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"cluster/id", "cluster/member/00000000000000aa",
+                                            "mvcc/consistent_index", "mvcc/current_rev",
+                                            "mvcc/scheduled_compact_rev"}));
+}
+
+TEST(SnapshotTest, RestoreRefusesMetaRecordsThatAreNotReplicatedState) {
+  const std::string ok =
+      CraftSnapshot({{storage::Column::kMeta, "mvcc/current_rev", storage::EncodeFixed64BE(1)}});
+  Status st;
+  ASSERT_NE(Restore(ok, &st), nullptr) << st.ToString();
+  for (const std::string key : {std::string("local/member_id"), std::string("raft/hard_state"),
+                                std::string("mystery/\x01record", 15)}) {
+    Restore(CraftSnapshot({{storage::Column::kMeta, key, "v"}}), &st);
+    EXPECT_EQ(st.code(), Code::kDataLoss) << key;
+    EXPECT_EQ(st.message(), "snapshot: meta record \"" + storage::meta::Printable(key) +
+                                "\" is not replicated state this version knows");
+  }
+  EXPECT_EQ(storage::meta::Printable(std::string("mystery/\x01record", 15)), "mystery/\\x01record");
+}
+
+TEST(SnapshotTest, RestoringOverAStoreKeepsItsLocalRecordsOnly) {
+  auto target = Populated();
+  storage::Batch b(target->engine());
+  b.Put(storage::Column::kMeta, storage::meta::kLocalMemberId.key, storage::EncodeFixed64BE(9));
+  b.Put(storage::Column::kMeta, storage::meta::kClusterId.key, storage::EncodeFixed64BE(7));
+  b.Put(storage::Column::kMeta, "mystery/record", "undeclared");
+  ASSERT_TRUE(target->engine().Write(b, true).ok());
+  ASSERT_TRUE(ClearState(target->engine()).ok());
+  std::vector<std::string> keys;
+  auto it = target->engine().NewIterator(storage::Column::kMeta);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) keys.emplace_back(it->key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"local/member_id", "raft/hard_state"}));
 }
 
 TEST(SnapshotTest, SnapshotOfACompactedStoreRoundTrips) {

@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "etcdw/client_api/native_rpc_server.h"
 #include "etcdw/common/config.h"
 #include "etcdw/common/hash.h"
-#include "etcdw/server/etcd_server.h"
-#include "etcdw/server/native_rpc_server.h"
+#include "etcdw/member/etcd_server.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
 #include "etcdw/sidecar/local_store.h"
@@ -133,14 +133,14 @@ class SnapshotterTest : public ::testing::Test {
                                    "test");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
-    auto s = server::EtcdServer::Open(*cfg);
+    auto s = member::EtcdServer::Open(*cfg);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_TRUE(WaitFor([&] { return server_->Published(); }));
-    server::NativeRpcOptions o;
+    client_api::NativeRpcOptions o;
     o.urls = cfg->listen_client_urls;
-    auto n = server::NativeRpcServer::Start(*server_, o);
+    auto n = client_api::NativeRpcServer::Start(*server_, o);
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     native_ = std::move(n).value();
     const std::string endpoint = "127.0.0.1:" + std::to_string(native_->ports().at(0));
@@ -240,8 +240,8 @@ class SnapshotterTest : public ::testing::Test {
 
   std::string root_;
   std::string temp_dir_;
-  std::unique_ptr<server::EtcdServer> server_;
-  std::unique_ptr<server::NativeRpcServer> native_;
+  std::unique_ptr<member::EtcdServer> server_;
+  std::unique_ptr<client_api::NativeRpcServer> native_;
   std::unique_ptr<EtcdClient> client_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<SnapStore> store_;
@@ -802,8 +802,8 @@ TEST_F(RestoreTest, FullAndDeltaRebuildTheBackedUpRevision) {
   const std::string dir = root_ + "/restored";
   Status st = RestoreFromBackup(*store_, set, dir, RestoreOpts());
   ASSERT_TRUE(st.ok()) << st.ToString();
-  server::DataDirCheck check = server::CheckDataDir(dir, /*full=*/true);
-  EXPECT_EQ(check.state, server::DataDirState::kValid) << check.detail;
+  data_dir::DataDirCheck check = data_dir::CheckDataDir(dir, /*full=*/true);
+  EXPECT_EQ(check.state, data_dir::DataDirState::kValid) << check.detail;
   EXPECT_EQ(check.revision, set.LastRevision());
   EXPECT_FALSE(fs::exists(dir + ".part"));
   EXPECT_FALSE(fs::exists(root_ + "/restore.tmp")) << "downloads left behind";

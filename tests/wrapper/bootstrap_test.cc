@@ -39,7 +39,7 @@ class BootstrapTest : public ::testing::Test {
 
   std::string dir_;
   BootstrapOptions options_;
-  StopRequest stop_;
+  common::StopRequest stop_;
 };
 
 TEST(InitStateTest, OnlyExactTokensCount) {

@@ -281,12 +281,4 @@ class KvStore {
   bool holds_saved_index_ = false;
 };
 
-// Meta column keys of the store.
-namespace meta_keys {
-inline constexpr const char* kCurrentRev = "mvcc/current_rev";
-inline constexpr const char* kConsistentIndex = "mvcc/consistent_index";
-inline constexpr const char* kScheduledCompactRev = "mvcc/scheduled_compact_rev";
-inline constexpr const char* kFinishedCompactRev = "mvcc/finished_compact_rev";
-}  // namespace meta_keys
-
 }  // namespace etcdw::mvcc

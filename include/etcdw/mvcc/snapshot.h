@@ -7,9 +7,9 @@
 //   records: u8 column | varint key length | key | varint value length | value  ...
 //   u8 0xFF (end) | zero bytes up to a multiple of 512 | 32-byte SHA-256 of all preceding bytes
 // (etcdctl accepts a snapshot only if its size modulo 512 is 32, as bbolt files are page-sized.)
-// Records cover the Keys, Revisions and Leases columns and the Meta column except the Raft
-// log's own records ("raft/") and the member's local records ("local/"): a snapshot is
-// replicated state, not log, and not the identity of the member that made it.
+// Records cover the Keys, Revisions and Leases columns and the Meta column's replicated records
+// (storage/meta_records.h): a snapshot is replicated state, not the identity, caches or
+// unfinished work of the member that made it. Restoring refuses any other Meta record.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,9 @@
 // and flow control, commitment by quorum, snapshots for lagging followers, single-step
 // membership changes (voters and learners), leadership transfer, and linearizable reads
 // through ReadIndex.
+//
+// A broken invariant throws std::logic_error from the call that finds it; the contract is in
+// raw_node.h ("Broken invariants").
 #pragma once
 
 #include <cstdint>

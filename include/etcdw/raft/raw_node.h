@@ -10,6 +10,15 @@
 //        serve rd.read_states once applied;
 //     4. node.Advance(rd);
 //   }
+//
+// Broken invariants. Where continuing could lose or corrupt committed data, the library throws
+// std::logic_error (its message starts with "raft: ") from the call that found it, and leaves the
+// node in no defined state: a committed entry that the leader contradicts, an index out of the
+// log's range in Advance or ApplyConfChange, a Storage that fails to read what it holds, an
+// impossible state transition, a full inflight window. The application must stop using the node
+// and persist nothing more from it (RaftNode's loop catches the exception and stops the member:
+// what is durable stays consistent, and the next start recovers from it). Malformed or stale
+// messages from peers are not invariants: Step ignores them or returns an error.
 #pragma once
 
 #include <cstdint>

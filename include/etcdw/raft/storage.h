@@ -1,7 +1,9 @@
 // What the Raft core reads of the durable log. The application persists entries, hard state
 // and snapshots as each Ready tells it to, and exposes them through this interface; the core
 // never writes through it. MemoryStorage is the in-memory implementation used by tests and the
-// simulation.
+// simulation. An error where the core needs the data (other than the errors below, where they
+// are expected) is a broken invariant: the core throws std::logic_error (raw_node.h, "Broken
+// invariants").
 #pragma once
 
 #include <cstdint>

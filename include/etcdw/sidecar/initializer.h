@@ -24,9 +24,9 @@ struct InitializerContext {
   const ServerOptions* options = nullptr;
   SnapStore* store = nullptr;  // null: no backups configured
   std::string member_name;
-  size_t cluster_size = 1;               // entries of the configured initial cluster
-  std::vector<std::string> peer_urls;    // this member's, from the etcd config template
-  server::RestoreTarget restore_target;  // the cluster a restored data directory belongs to
+  size_t cluster_size = 1;                 // entries of the configured initial cluster
+  std::vector<std::string> peer_urls;      // this member's, from the etcd config template
+  data_dir::RestoreTarget restore_target;  // the cluster a restored data directory belongs to
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -10,7 +10,7 @@
 
 #include "etcdw/common/flags.h"
 #include "etcdw/common/status.h"
-#include "etcdw/server/data_dir.h"
+#include "etcdw/data_dir/data_dir.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/gc.h"
@@ -81,6 +81,6 @@ void FinishServerFlags(ServerOptions* o);
 Status ValidateServerOptions(const ServerOptions& o);
 
 // The restore target from the restoration flags.
-server::RestoreTarget RestoreTargetOf(const RestorationFlags& r);
+data_dir::RestoreTarget RestoreTargetOf(const RestorationFlags& r);
 
 }  // namespace etcdw::sidecar

@@ -1,6 +1,6 @@
 // Restore of a data directory from backups (gardener §6), done offline: the latest full
-// snapshot becomes a fresh data directory (server::RestoreDataDir), then every delta after it is
-// replayed revision by revision into the stopped store (server::OfflineStore). Unlike gardener's
+// snapshot becomes a fresh data directory (data_dir::RestoreDataDir), then every delta after it is
+// replayed revision by revision into the stopped store (data_dir::OfflineStore). Unlike gardener's
 // embedded etcd, no lease can expire during the replay, and deltas that overlap what is already
 // restored (a leader hand-off writes the same revisions twice) are skipped, not failed.
 //
@@ -12,14 +12,14 @@
 
 #include <string>
 
-#include "etcdw/server/data_dir.h"
+#include "etcdw/data_dir/data_dir.h"
 #include "etcdw/sidecar/snap_store.h"
 #include "etcdw/sidecar/snapshot.h"
 
 namespace etcdw::sidecar {
 
 struct RestoreOptions {
-  server::RestoreTarget target;
+  data_dir::RestoreTarget target;
   std::string temp_dir = "default.restoration.tmp";  // downloads; removed at the end
   bool skip_hash_check = false;
 };

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "etcdw/common/status.h"
+#include "etcdw/common/stop.h"
 #include "etcdw/wrapper/sidecar_client.h"
-#include "etcdw/wrapper/stop.h"
 
 namespace etcdw::wrapper {
 
@@ -26,10 +26,10 @@ struct BootstrapOptions {
 // on Successful (gardener sleeps another second). Errors: a kCanceled status when `stop` was
 // requested, kDeadlineExceeded after options.timeout.
 Status RunInitialization(SidecarClient& sidecar, const BootstrapOptions& options,
-                         const StopRequest& stop);
+                         const common::StopRequest& stop);
 
 // GET /config with up to options.config_attempts attempts, options.config_retry_interval apart.
 Result<std::string> FetchConfig(SidecarClient& sidecar, const BootstrapOptions& options,
-                                const StopRequest& stop);
+                                const common::StopRequest& stop);
 
 }  // namespace etcdw::wrapper

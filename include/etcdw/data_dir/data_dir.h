@@ -1,0 +1,96 @@
+// A member's data directory while the member is not running: what the backup-restore sidecar
+// needs to validate it and to rebuild it from backups (the role etcdutl and a temporary embedded
+// etcd play for gardener's sidecar).
+//
+// Layout: <dir>/member/store (RocksDB: state, Raft log, hard state, identity) and
+// <dir>/member/snap (received Raft snapshots in transit).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "etcd/mvccpb/kv.pb.h"
+#include "etcdw/common/status.h"
+
+namespace etcdw::data_dir {
+
+// The cluster a restored member belongs to, as `etcdutl snapshot restore` takes it.
+struct RestoreTarget {
+  std::string name;             // --name
+  std::string initial_cluster;  // "name=url,name=url"
+  std::string initial_cluster_token = "etcd-cluster";
+  std::vector<std::string> initial_advertise_peer_urls;
+};
+
+// Creates the data directory `dir` (which must not exist) from `snapshot_path`, a file in our
+// Maintenance.Snapshot format (mvcc/snapshot.h). The SHA-256 trailer is verified unless
+// skip_hash_check. The result holds the snapshot's keys, revisions, leases and compaction state
+// with the membership and identity of a new cluster described by `target` (the snapshot's own
+// members and Raft state are dropped, as etcd's restore does); started with initial-cluster-state
+// "new" and the same initial cluster, the member serves exactly the snapshot's data at the
+// snapshot's revision. On error nothing is left at `dir`.
+Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir,
+                      const RestoreTarget& target, bool skip_hash_check);
+
+// Writes to the store of a stopped member directly: the replay of delta snapshots after a
+// restore. No lease expires while replaying (no lessor runs), unlike gardener's embedded etcd.
+class OfflineStore {
+ public:
+  // Opens the store of the data directory `dir`. Fails if another process holds it.
+  static Result<std::unique_ptr<OfflineStore>> Open(const std::string& dir);
+  ~OfflineStore();
+
+  int64_t Rev() const;
+
+  // Applies the events of one revision as one transaction: PUTs (key, value, lease) and DELETEs
+  // (single keys), in order. All must carry the same mod_revision, which must be Rev() + 1;
+  // otherwise "mismatched event revision while applying delta snapshot, expected X but applied Y"
+  // and nothing changes. A PUT whose lease is not in the store attaches no lease and is reported
+  // through `orphaned_lease_keys()`, never silently.
+  Status ApplyRevision(const std::vector<mvccpb::Event>& events);
+
+  // Keys put with a lease the store does not know (granted after the full snapshot).
+  const std::vector<std::string>& orphaned_lease_keys() const;
+
+  // Syncs everything written to stable storage and closes the store.
+  Status Close();
+
+  class Impl;
+
+ private:
+  OfflineStore() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What a check of a data directory found (gardener's DataDirStatus where they overlap).
+enum class DataDirState {
+  kValid,
+  kNotExist,       // the directory is missing
+  kInvalidStruct,  // member/ or member/store missing or not a store
+  kCorrupt,        // a checksum or consistency check failed, or the store does not open
+  kLocked,         // another process holds the store (gardener: FailToOpenBoltDBError)
+  kUnknown,        // an I/O error other than "missing" (permissions, ...)
+};
+const char* DataDirStateName(DataDirState s);
+
+struct DataDirCheck {
+  DataDirState state = DataDirState::kUnknown;
+  std::string detail;    // what is wrong, for logs; empty when valid
+  int64_t revision = 0;  // the store's current revision (valid states only)
+  // Committed Raft log entries not yet applied to the store: applying them at start can raise
+  // the revision by at most this many (the sidecar's revision check against the backup).
+  uint64_t unapplied_entries = 0;
+};
+
+// sanity (full = false): the directory structure, that the store opens and reads its revision,
+// the Raft log against the applied index; it reads no key, so its cost does not grow with the data.
+// full: also every checksum of the store (all RocksDB files: state and Raft log) and the
+// consistency of the MVCC data (every version has its revision record and the other way round,
+// no version above the current revision, leases referenced by keys exist, the Raft hard state
+// and log agree with the applied index), and that every Meta record is one this version declares
+// (storage/meta_records.h).
+DataDirCheck CheckDataDir(const std::string& dir, bool full);
+
+}  // namespace etcdw::data_dir

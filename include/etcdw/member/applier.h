@@ -1,0 +1,70 @@
+// The state machine: applies committed log entries, in order and exactly once, to the MVCC
+// store, the lease table and the alarms, with one engine write per call that also records the
+// applied (consistent) index. After the write it informs the lessor, the compactor and the
+// watch hub, then delivers each result to the member that proposed it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "etcdw/cluster/membership.h"
+#include "etcdw/internal.pb.h"
+#include "etcdw/member/alarm_store.h"
+#include "etcdw/member/apply_result.h"
+#include "etcdw/member/lessor.h"
+#include "etcdw/member/quota.h"
+#include "etcdw/member/server_metrics.h"
+#include "etcdw/member/watch_hub.h"
+#include "etcdw/mvcc/compactor.h"
+#include "etcdw/mvcc/kv_store.h"
+#include "etcdw/raft.pb.h"
+
+namespace etcdw::member {
+
+struct ApplierDeps {
+  mvcc::KvStore* kv = nullptr;
+  mvcc::Compactor* compactor = nullptr;
+  Lessor* lessor = nullptr;
+  AlarmStore* alarms = nullptr;
+  WatchHub* hub = nullptr;
+  WaitRegistry* waits = nullptr;
+  Quota* quota = nullptr;
+  int64_t min_lease_ttl = 2;  // seconds
+  cluster::Membership* membership = nullptr;
+  ServerMetrics* metrics = nullptr;  // required: requests applied, slow applies
+  // Called when an applied request exceeded the space quota. The alarm must be raised through
+  // the log (a proposal), never by the apply itself: sizes differ between members.
+  std::function<void()> on_quota_exceeded;
+  // Called after the batch is committed, for each conf-change entry in order. A change the
+  // membership refused has node_id 0 (Raft must not change its configuration for it).
+  std::function<void(const raftpb::ConfChange&)> on_conf_change;
+};
+
+class Applier {
+ public:
+  explicit Applier(ApplierDeps deps) : d_(deps) {}
+
+  // Applies `entries` (ascending, contiguous); entries at or below the consistent index are
+  // skipped, so replay after a crash is idempotent. A storage failure is returned and must
+  // stop the member: the state machine cannot continue past an entry it failed to apply.
+  Status Apply(const std::vector<raftpb::Entry>& entries);
+  // The index of the last applied entry (published before results are delivered).
+  uint64_t AppliedIndex() const { return d_.kv->ConsistentIndex(); }
+
+ private:
+  struct Effects {
+    std::vector<std::pair<int64_t, int64_t>> granted;  // lease id, ttl
+    std::vector<int64_t> revoked;
+  };
+  ApplyResult ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req, Effects& fx);
+  // Validates a membership change against the current members and stages it; clears the
+  // change's node_id when it is refused.
+  ApplyResult ApplyConfChange(mvcc::ApplyBatch& batch, raftpb::ConfChange& cc);
+  // The request was applied but exceeded the quota: etcd answers NoSpace.
+  ApplyResult QuotaExceeded();
+
+  ApplierDeps d_;
+};
+
+}  // namespace etcdw::member

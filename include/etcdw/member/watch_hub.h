@@ -1,0 +1,191 @@
+// The watch machinery: streams carrying many watchers, delivery of applied changes to them,
+// replay from history, progress notifications and cancellation, with etcd's semantics.
+//
+// A watcher is either *synced* (it has received every change up to the hub's revision; new
+// changes are pushed to it as they are applied) or *unsynced* (it must first catch up from the
+// revision log; the catch-up thread does that). A synced watcher whose stream cannot take more
+// data (its send queue is over the limit: the client reads slowly) becomes unsynced instead of
+// buffering, so slow watchers never block the apply thread and memory per stream is bounded.
+//
+// Locking: the hub mutex guards watcher state and registries; each stream's own mutex guards its
+// send queue. Order: hub mutex, then a stream mutex.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcd/etcdserverpb/rpc.pb.h"
+#include "etcdw/member/watch_wire.h"
+#include "etcdw/mvcc/key_range.h"
+#include "etcdw/mvcc/kv_store.h"
+
+namespace etcdw::member {
+
+// Where a stream's responses are written (the gRPC stream). The stream guarantees one write in
+// flight at a time, and Finish only when no write is in flight, exactly once.
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  // Writes one serialized etcdserverpb.WatchResponse; the sink calls the stream's WriteDone()
+  // when it is written.
+  virtual void StartWrite(std::string wire) = 0;
+  virtual void Finish() = 0;
+};
+
+class WatchHub;
+struct Watcher;
+
+class WatchStream : public std::enable_shared_from_this<WatchStream> {
+ public:
+  // Requests from the client.
+  void Create(const etcdserverpb::WatchCreateRequest& req);
+  void Cancel(int64_t watch_id);
+  void RequestProgress();
+  // The sink finished the current write (ok=false: the stream is broken).
+  void WriteDone(bool ok);
+  // The RPC ended: drop every watcher; the sink is finished once no write is in flight.
+  void Close();
+
+  ~WatchStream();
+
+ private:
+  friend class WatchHub;
+  WatchStream(WatchHub& hub, WatchSink* sink);
+
+  // Queues a response. `force` ignores the size limit (control messages, catch-up batches the
+  // caller sized). Returns false when the response did not fit. `deferred`: an idle stream's
+  // write is not started by the caller (the apply thread must not spend its time in writes to
+  // every watcher) but added to this list, which the caller hands to the hub's sender thread
+  // (WatchHub::ScheduleStarts) once it has queued the whole batch.
+  using Deferred = std::vector<std::shared_ptr<WatchStream>>;
+  bool Enqueue(WireResponse&& resp, bool force, Deferred* deferred = nullptr);
+  // Queues a response without events, whatever the queue holds.
+  void EnqueueControl(const etcdserverpb::WatchResponse& resp);
+  // Starts the write of the first queued response (a deferred start), or finishes the stream if
+  // it was closed meanwhile.
+  void StartQueued();
+  // The largest response Enqueue builds by merging queued event responses.
+  static constexpr size_t kMergedResponseBytes = size_t{256} << 10;
+  bool HasRoom() const;
+
+  WatchHub& hub_;
+  WatchSink* sink_;
+
+  // Guarded by the hub mutex.
+  std::map<int64_t, std::unique_ptr<Watcher>> watchers_;
+  int64_t next_id_ = 0;
+  bool progress_pending_ = false;
+  bool closed_hub_ = false;
+
+  // Guarded by mu_.
+  mutable std::mutex mu_;
+  std::deque<WireResponse> queue_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool closed_ = false;
+  bool finished_ = false;
+};
+
+struct WatchHubOptions {
+  // Responses larger than this are split when the watcher asked for fragments (etcd:
+  // max-request-bytes plus 512 KiB of gRPC overhead).
+  size_t fragment_bytes = 1572864 + 512 * 1024;
+  // A stream's send queue above this many bytes makes further changes wait in history.
+  size_t stream_queue_bytes = size_t{4} << 20;
+  // Events read from history per read while catching up.
+  size_t catchup_events = 1000;
+  // A catch-up response holds the events of at most this many revisions that touch the
+  // watcher's range (etcd's watchBatchMaxRevs).
+  size_t catchup_revisions = 1000;
+  // Fills cluster_id, member_id and raft_term of response headers.
+  std::function<void(etcdserverpb::ResponseHeader*)> fill_header;
+};
+
+class WatchHub {
+ public:
+  WatchHub(const mvcc::KvStore& store, WatchHubOptions opts);
+  ~WatchHub();
+
+  // Starts / stops the catch-up and sender threads.
+  void Start();
+  void Stop();
+
+  std::shared_ptr<WatchStream> NewStream(WatchSink* sink);
+
+  // Applied changes (apply thread, after commit). `rev` is the store revision after them.
+  void Notify(const std::vector<mvcc::RevisionEvents>& changes, int64_t rev);
+  // The store's state was replaced (a snapshot was installed): every watcher catches up again
+  // from the new history (or learns it was compacted); `rev` is the new revision.
+  void Resync(int64_t rev);
+  // Sends a progress notification to every synced watcher that asked for them and received
+  // no events since the previous tick.
+  void ProgressTick();
+
+  int64_t rev() const;
+  size_t WatcherCount() const;
+  size_t UnsyncedCount() const;
+  size_t StreamCount() const;
+
+ private:
+  friend class WatchStream;
+  etcdserverpb::ResponseHeader NewHeader(int64_t rev) const;
+  etcdserverpb::WatchResponse NewResponse(int64_t watch_id, int64_t rev) const;
+  // Builds the responses a watcher gets for one batch of events at `header` (filtered,
+  // fragmented). The events' encodings are built on first use and shared between watchers.
+  std::vector<WireResponse> ResponsesFor(const Watcher& w, std::vector<EventEncodings>& events,
+                                         const etcdserverpb::ResponseHeader& header) const;
+  void RemoveWatcherLocked(Watcher* w);
+  void MaybeSendDeferredProgressLocked(WatchStream& s);
+  bool AllSyncedLocked(const WatchStream& s) const;
+  void CatchUpLoop();
+  // One catch-up pass; returns true if any watcher made progress.
+  bool CatchUpOnce();
+  void WakeCatchUp();
+  // Hands deferred write starts to the sender thread with one wake-up (or starts them here when
+  // it is not running).
+  void ScheduleStarts(WatchStream::Deferred streams);
+  void SenderLoop();
+  // A stream got room to send: only watchers waiting in history can use it. Skips the wake-up
+  // (a futex call and a pass over the hub under its mutex) when there are none.
+  void WakeCatchUpIfUnsynced();
+  void AddUnsyncedLocked(Watcher* w);
+  void EraseUnsyncedLocked(Watcher* w);
+
+  const mvcc::KvStore& store_;
+  WatchHubOptions opts_;
+  // Reads the versions puts replaced without reading them, for prev_kv watchers (apply thread,
+  // from Notify: the compaction revision cannot move meanwhile).
+  PrevReader read_prev_;
+
+  mutable std::mutex mu_;
+  int64_t rev_;
+  std::set<Watcher*> synced_;
+  std::set<Watcher*> unsynced_;
+  std::atomic<size_t> unsynced_size_{0};  // unsynced_.size(), readable without mu_
+  std::set<WatchStream*> streams_;
+
+  std::mutex cu_mu_;
+  std::condition_variable cu_cv_;
+  bool cu_wake_ = false;
+  bool stop_ = false;
+  std::thread catchup_;
+
+  // The sender thread: starts deferred writes (see WatchStream::Enqueue).
+  std::mutex send_mu_;
+  std::condition_variable send_cv_;
+  WatchStream::Deferred to_start_;
+  bool send_stop_ = false;
+  std::thread sender_;
+};
+
+}  // namespace etcdw::member

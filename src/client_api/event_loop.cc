@@ -1,0 +1,397 @@
+#include "event_loop.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "etcdw/common/logging.h"
+#include "grpc_wire.h"
+#include "http1_endpoints.h"
+
+namespace etcdw::client_api {
+
+namespace {
+
+// Moves bytes between a connection's socket and `buf`, through TLS when it has it: > 0 bytes
+// moved, kWouldBlock, or kClosed (the peer left, or the connection failed).
+constexpr ssize_t kWouldBlock = TlsSession::kWouldBlock;
+constexpr ssize_t kClosed = TlsSession::kClosed;
+
+ssize_t ReadSome(Conn& c, char* buf, size_t n) {
+  if (c.tls) return c.tls->Read(buf, n);
+  ssize_t r = recv(c.fd, buf, n, 0);
+  if (r > 0) return r;
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return kWouldBlock;
+  return kClosed;
+}
+
+ssize_t WriteSome(Conn& c, const char* buf, size_t n) {
+  if (c.tls) return c.tls->Write(buf, n);
+  ssize_t r = send(c.fd, buf, n, MSG_NOSIGNAL);
+  if (r > 0) return r;
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return kWouldBlock;
+  return kClosed;
+}
+
+Status Errno(const std::string& what) {
+  return Status(Code::kUnavailable, what + ": " + std::strerror(errno));
+}
+
+// grpc-go's answer for a path ("/etcdserverpb.KV/Put") no method has.
+Status UnknownMethod(const MethodTable& methods, const std::string& path) {
+  const size_t slash = path.find('/', 1);
+  if (path.empty() || path[0] != '/' || slash == std::string::npos) {
+    return Status(Code::kUnimplemented, "malformed method name: \"" + path + "\"");
+  }
+  const std::string service = path.substr(1, slash - 1);
+  if (!methods.HasService(service)) {
+    return Status(Code::kUnimplemented, "unknown service " + service);
+  }
+  return Status(Code::kUnimplemented,
+                "unknown method " + path.substr(slash + 1) + " for service " + service);
+}
+
+}  // namespace
+
+Status EventLoop::Init() {
+  epfd = epoll_create1(EPOLL_CLOEXEC);
+  mail->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epfd < 0 || mail->efd < 0) return Errno("native rpc: epoll/eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kMailboxTag;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, mail->efd, &ev);
+  return Status::Ok();
+}
+
+void EventLoop::Adopt(Mailbox::Accepted a) {
+  if (draining) {
+    close(a.fd);
+    return;
+  }
+  auto c = std::make_unique<Conn>();
+  c->id = next_id++;
+  c->fd = a.fd;
+  c->metrics_only = a.metrics_only;
+  if (a.tls) c->tls = std::make_unique<TlsSession>(a.tls, a.fd);
+  Conn* raw = c.get();
+  H2Connection::Handler h;
+  h.is_stream = [this](const std::string& path) {
+    return host.methods.FindStream(path) != nullptr;
+  };
+  h.on_request = [this, raw](H2Connection::Request& req) { OnRequest(*raw, req); };
+  h.on_stream_open = [this, raw](H2Connection::Request& req) { OnStreamOpen(*raw, req); };
+  h.on_message = [raw](int32_t stream, std::string_view payload) {
+    if (auto it = raw->calls.find(stream); it != raw->calls.end()) it->second->OnMessage(payload);
+  };
+  h.on_half_close = [raw](int32_t stream) {
+    if (auto it = raw->calls.find(stream); it != raw->calls.end()) it->second->OnHalfClose();
+  };
+  h.on_stream_gone = [raw](int32_t stream) {
+    auto it = raw->calls.find(stream);
+    if (it == raw->calls.end()) return;
+    std::unique_ptr<StreamCall> call = std::move(it->second);
+    raw->calls.erase(it);
+    call->OnGone();
+  };
+  PingPolicy pings;
+  pings.min_interval = host.opts.keepalive_min_time;
+  c->h2 = std::make_unique<H2Connection>(kMessagePrefixBytes + host.opts.max_request_message_bytes,
+                                         std::move(h), pings);
+  c->last_read = std::chrono::steady_clock::now();
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = c->id;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, a.fd, &ev);
+  conns.emplace(c->id, std::move(c));
+}
+
+void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
+  auto answer_now = [&](const Status& st) {
+    c.h2->Respond(req.stream, st, {});
+    MarkDirty(c);
+  };
+  if (Status st = CheckHeaders(req); !st.ok()) return answer_now(st);
+  const MethodTable::UnaryMethod* method = host.methods.Find(req.path);
+  if (!method) return answer_now(UnknownMethod(host.methods, req.path));
+  const CallStats stats = method->stats;
+  stats.method->started.Add();
+  auto payload = SingleMessage(req.body, host.opts.max_request_message_bytes);
+  Status refused = payload.ok() ? Status::Ok() : payload.status();
+  if (refused.ok() && req.body_over_limit) {  // a small first message, and more after it
+    refused = Status(Code::kInternal, "grpc: a unary request carried more than one message");
+  }
+  if (!refused.ok()) {
+    stats.Handled(refused);
+    return answer_now(refused);
+  }
+  stats.Received(payload->size());
+  ++in_flight;
+  method->call(*payload, [mail = mail, conn = c.id, stream = req.stream, stats](
+                             const Status& st, std::string framed) {
+    if (st.ok()) stats.Sent(framed);
+    stats.Handled(st);
+    mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
+  });
+}
+
+Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
+  if (req.content_type.rfind("application/grpc", 0) != 0) {
+    return Status(Code::kInternal,
+                  "invalid gRPC request content-type \"" + req.content_type + "\"");
+  }
+  if (!req.encoding.empty() && req.encoding != "identity") {
+    return UnsupportedEncoding(req.encoding);
+  }
+  return Status::Ok();
+}
+
+void EventLoop::OnStreamOpen(Conn& c, H2Connection::Request& req) {
+  MarkDirty(c);
+  if (Status st = CheckHeaders(req); !st.ok()) return c.h2->Finish(req.stream, st);
+  const MethodTable::OpenStream* open = host.methods.FindStream(req.path);
+  auto sink = std::make_shared<MailboxSink>(mail, c.id, req.stream);
+  if (auto call = (*open)(req, sink)) c.calls[req.stream] = std::move(call);
+}
+
+void EventLoop::DeliverMail() {
+  Mailbox::Contents got = mail->Take();
+  for (Mailbox::Accepted& a : got.connections) Adopt(std::move(a));
+  for (Answered& a : got.answers) {
+    if (a.kind == Answered::kUnary || a.kind == Answered::kHttp1) --in_flight;
+    auto it = conns.find(a.conn);
+    if (it == conns.end()) {  // the client went away
+      if (a.written) a.written(false);
+      continue;
+    }
+    H2Connection& h2 = *it->second->h2;
+    switch (a.kind) {
+      case Answered::kUnary:
+        h2.Respond(a.stream, a.st, std::move(a.framed));
+        break;
+      case Answered::kStreamMessage:
+        h2.Send(a.stream, std::move(a.framed), std::move(a.written));
+        break;
+      case Answered::kStreamEnd:
+        h2.Finish(a.stream, a.st);
+        break;
+      case Answered::kHttp1:
+        it->second->out.append(a.framed);
+        it->second->close_after_out = true;
+        break;
+    }
+    MarkDirty(*it->second);
+  }
+}
+
+void EventLoop::OnReadable(Conn& c) {
+  char buf[64 * 1024];
+  const uint64_t id = c.id;
+  while (true) {
+    ssize_t n = ReadSome(c, buf, sizeof buf);
+    if (n == kWouldBlock) break;
+    c.last_read = std::chrono::steady_clock::now();
+    c.probe_sent = {};
+    if (n == kClosed) {
+      if (c.tls && !c.tls->error().empty()) {
+        log::Debug("native rpc: TLS connection failed", {log::F("reason", c.tls->error())});
+      }
+      return Close(id);
+    }
+    if (!Take(c, buf, static_cast<size_t>(n))) return;
+    // A short read emptied the socket; TLS hands over one record at a time, so it reads on
+    // until it would block.
+    if (!c.tls && static_cast<size_t>(n) < sizeof buf) break;
+  }
+  MarkDirty(c);
+}
+
+bool EventLoop::Take(Conn& c, const char* data, size_t n) {
+  if (c.mode == Conn::Mode::kSniffing) {
+    c.first.append(data, n);
+    // A metrics URL serves HTTP/1.1 alone (as etcd's plain HTTP server there): an HTTP/2
+    // preface is answered as a malformed HTTP/1 request.
+    auto protocol = c.metrics_only ? Protocol::kHttp1 : SniffProtocol(c.first);
+    if (!protocol) return true;
+    if (*protocol == Protocol::kHttp1) {
+      c.mode = Conn::Mode::kHttp1;
+      OnHttp1(c);
+      return true;
+    }
+    c.mode = Conn::Mode::kHttp2;
+    std::string first = std::move(c.first);
+    c.first.clear();
+    return Take(c, first.data(), first.size());
+  }
+  if (c.mode == Conn::Mode::kHttp1) {
+    if (!c.http1_asked) c.first.append(data, n);
+    OnHttp1(c);
+    return true;
+  }
+  if (Status st = c.h2->Feed(data, n); !st.ok()) {
+    log::Debug("native rpc: closing a connection", {log::F("reason", st.message())});
+    Flush(c);  // nghttp2's GOAWAY, best effort
+    Close(c.id);
+    return false;
+  }
+  return true;
+}
+
+void EventLoop::OnHttp1(Conn& c) {
+  if (c.http1_asked) return;  // one request per connection; what follows is ignored
+  const bool whole = HasHttp1Head(c.first);
+  if (!whole && c.first.size() <= kMaxHttp1HeadBytes) return;
+  c.http1_asked = true;
+  ++in_flight;
+  auto answer = [mail = mail, conn = c.id](std::string response) {
+    mail->Post({Answered::kHttp1, conn, 0, Status::Ok(), std::move(response)});
+  };
+  if (!whole) {
+    return answer(HeadTooLarge());
+  }
+  AnswerHttp1(host.etcd, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, c.first,
+              std::move(answer));
+}
+
+// Bytes taken from a session per send: everything a round of answers produces fits, and a
+// connection whose client reads slowly holds at most this much beyond its flow-control windows.
+constexpr size_t kSendChunk = 256 << 10;
+
+void EventLoop::Flush(Conn& c) {
+  while (true) {
+    if (c.out_sent == c.out.size()) {
+      c.out.clear();
+      c.out_sent = 0;
+      // HTTP/2 only: nothing is sent before the client's protocol is known, and an HTTP/1.1
+      // connection sends only its answer.
+      if (c.mode == Conn::Mode::kHttp2) {
+        if (Status st = c.h2->Drain(c.out, kSendChunk); !st.ok()) return Close(c.id);
+      }
+      if (c.out.empty()) break;
+    }
+    ssize_t n = WriteSome(c, c.out.data() + c.out_sent, c.out.size() - c.out_sent);
+    if (n == kWouldBlock) break;
+    if (n == kClosed) return Close(c.id);
+    c.out_sent += static_cast<size_t>(n);
+  }
+  // Waiting for the socket to take bytes; a TLS handshake may instead wait for the client's
+  // (the connection is always watched for reading, which flushes again).
+  const bool want_out = c.out_sent < c.out.size() && (!c.tls || c.tls->wants_write());
+  const bool finished =
+      c.mode == Conn::Mode::kHttp2 ? c.h2->Finished() : c.close_after_out && c.out.empty();
+  if (!want_out && finished) return Close(c.id);
+  if (want_out != c.waiting_out) {
+    c.waiting_out = want_out;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
+    ev.data.u64 = c.id;
+    epoll_ctl(epfd, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+}
+
+void EventLoop::Close(uint64_t id) {
+  auto it = conns.find(id);
+  if (it == conns.end()) return;
+  for (auto& [stream, call] : it->second->calls) call->OnGone();
+  epoll_ctl(epfd, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  close(it->second->fd);
+  dirty.erase(std::remove(dirty.begin(), dirty.end(), it->second.get()), dirty.end());
+  conns.erase(it);
+}
+
+std::chrono::milliseconds EventLoop::KeepalivePeriod() const {
+  const auto shortest = std::min(host.opts.keepalive_time, host.opts.keepalive_timeout);
+  return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(1),
+                                               std::chrono::seconds(1));
+}
+
+void EventLoop::CheckKeepalive() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_keepalive_check) return;
+  next_keepalive_check = now + KeepalivePeriod();
+  std::vector<uint64_t> dead;
+  for (auto& [id, c] : conns) {
+    if (c->probe_sent != std::chrono::steady_clock::time_point{}) {
+      if (now - c->probe_sent >= host.opts.keepalive_timeout) dead.push_back(id);
+    } else if (now - c->last_read >= host.opts.keepalive_time) {
+      c->h2->Ping();
+      c->probe_sent = now;
+      MarkDirty(*c);
+    }
+  }
+  for (uint64_t id : dead) {
+    log::Debug("native rpc: closing a connection that did not answer a keepalive ping");
+    Close(id);
+  }
+}
+
+void EventLoop::StartDrain() {
+  draining = true;
+  host.StopAccepting(*this);
+  for (auto& [id, c] : conns) {
+    c->h2->GoAway();
+    MarkDirty(*c);
+  }
+  FlushDirty();
+}
+
+void EventLoop::Run() {
+  mail->loop_thread = std::this_thread::get_id();
+  epoll_event events[128];
+  while (true) {
+    std::chrono::steady_clock::time_point deadline;
+    if (host.StopRequested(&deadline)) {
+      if (!draining) StartDrain();
+      if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) break;
+    }
+    const int wait_ms = draining          ? 10
+                        : mail->Pending() ? 0
+                                          : static_cast<int>(KeepalivePeriod().count());
+    int n = epoll_wait(epfd, events, 128, wait_ms);
+    // A request of this batch that needs the Raft step (a write on a single member) gets it on
+    // this thread once the answers ready now are sent, if it is the loop's only call in flight
+    // and the Raft thread is not stepping. With more calls in flight the Raft thread batches.
+    member::RaftNode::CallerStep raft_step(host.etcd.node());
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kMailboxTag) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = read(mail->efd, &count, sizeof count);
+      } else if (tag >= kListenerTag) {
+        host.Accept(tag - kListenerTag);
+      } else if (auto it = conns.find(tag); it != conns.end()) {
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+          OnReadable(*it->second);
+        } else if (events[i].events & EPOLLOUT) {
+          MarkDirty(*it->second);
+        }
+      }
+    }
+    DeliverMail();
+    CheckKeepalive();
+    FlushDirty();
+    if (raft_step.Finish(/*may_step=*/in_flight <= 1)) {
+      DeliverMail();  // the step's answers
+      FlushDirty();
+    }
+  }
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : conns) ids.push_back(id);
+  for (uint64_t id : ids) Close(id);
+  // Messages still on their way are dropped; their producers are told so (and may post their
+  // streams' ends, dropped in turn).
+  while (mail->Pending()) {
+    Mailbox::Contents left = mail->Take();
+    for (Mailbox::Accepted& a : left.connections) close(a.fd);
+    for (Answered& a : left.answers) {
+      if (a.written) a.written(false);
+    }
+  }
+}
+
+}  // namespace etcdw::client_api

@@ -1,0 +1,126 @@
+// An event loop of the client API server (NativeRpcServer): one thread, its connections read,
+// dispatched and answered on it, answers from other threads arriving through its Mailbox.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "etcdw/client_api/native_rpc_server.h"
+#include "etcdw/member/etcd_server.h"
+#include "h2_connection.h"
+#include "mailbox.h"
+#include "method_table.h"
+#include "tls_session.h"
+
+namespace etcdw::client_api {
+
+// epoll tags: connections count up from 1; listener i is kListenerTag + i.
+constexpr uint64_t kListenerTag = uint64_t{1} << 62;
+constexpr uint64_t kMailboxTag = ~uint64_t{0};
+
+struct EventLoop;
+
+// What the event loops share, owned by the server that runs them (NativeRpcServer::Impl).
+class LoopHost {
+ public:
+  LoopHost(member::EtcdServer& e, const NativeRpcOptions& o) : etcd(e), opts(o) {}
+  virtual ~LoopHost() = default;
+
+  // Whether Shutdown was asked for, and until when calls in flight may be answered.
+  virtual bool StopRequested(std::chrono::steady_clock::time_point* deadline) = 0;
+  // Accepts listener `index`'s waiting connections; called by the loop that listens (it
+  // watches the listeners under tags kListenerTag + index).
+  virtual void Accept(size_t index) = 0;
+  // Draining: the listening loop stops watching the listeners, which close.
+  virtual void StopAccepting(EventLoop& loop) = 0;
+
+  member::EtcdServer& etcd;
+  const NativeRpcOptions opts;
+  MethodTable methods;  // filled before the loops start
+};
+
+// A client connection, owned by one loop.
+struct Conn {
+  // What the client speaks, known from its first bytes (SniffProtocol). Nothing is sent
+  // before: HTTP/2's server preface would garble an HTTP/1.1 answer.
+  enum class Mode { kSniffing, kHttp2, kHttp1 };
+  uint64_t id = 0;
+  int fd = -1;
+  Mode mode = Mode::kSniffing;
+  std::string first;                // the bytes read while sniffing; HTTP/1.1: the request so far
+  bool metrics_only = false;        // a listen-metrics-url's: HTTP/1.1 only, its endpoints only
+  bool http1_asked = false;         // HTTP/1.1: its one request is being answered
+  bool close_after_out = false;     // HTTP/1.1: answered; close once `out` is sent
+  std::unique_ptr<TlsSession> tls;  // https listeners' connections
+  // Open streams' calls; told OnGone before the connection goes.
+  std::unordered_map<int32_t, std::unique_ptr<StreamCall>> calls;
+  std::unique_ptr<H2Connection> h2;
+  std::string out;  // bytes for the socket; those before out_sent are sent
+  size_t out_sent = 0;
+  bool waiting_out = false;  // registered for EPOLLOUT
+  // Keepalive: when the client last sent anything, and our unanswered probe, if any.
+  std::chrono::steady_clock::time_point last_read;
+  std::chrono::steady_clock::time_point probe_sent{};
+};
+
+// One event-loop thread: its connections, read, dispatched and answered on it.
+struct EventLoop {
+  LoopHost& host;
+  int epfd = -1;
+  std::shared_ptr<Mailbox> mail = std::make_shared<Mailbox>();
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  uint64_t next_id = 1;
+  size_t in_flight = 0;      // dispatched, not yet answered
+  std::vector<Conn*> dirty;  // connections with bytes to send
+  bool draining = false;
+  std::thread thread;
+
+  explicit EventLoop(LoopHost& h) : host(h) {}
+  ~EventLoop() {
+    if (epfd >= 0) close(epfd);
+  }
+
+  Status Init();
+  void Run();
+  void Adopt(Mailbox::Accepted a);
+  void OnReadable(Conn& c);
+  // Takes `n` bytes the client sent; false when the connection was closed.
+  bool Take(Conn& c, const char* data, size_t n);
+  void OnHttp1(Conn& c);
+  void OnRequest(Conn& c, H2Connection::Request& req);
+  void OnStreamOpen(Conn& c, H2Connection::Request& req);
+  // Checks every request's headers; an error is the answer.
+  static Status CheckHeaders(const H2Connection::Request& req);
+  void DeliverMail();
+  void Flush(Conn& c);
+  void Close(uint64_t id);
+  void StartDrain();
+  // Probes connections silent for keepalive_time; closes those silent keepalive_timeout after.
+  void CheckKeepalive();
+  // How often keepalive is checked: often enough for both the silence and the probe's timeout
+  // to be noticed within a quarter of their length, at most every second.
+  std::chrono::milliseconds KeepalivePeriod() const;
+  std::chrono::steady_clock::time_point next_keepalive_check{};
+  void MarkDirty(Conn& c) {
+    if (std::find(dirty.begin(), dirty.end(), &c) == dirty.end()) dirty.push_back(&c);
+  }
+  void FlushDirty() {
+    std::vector<uint64_t> ids;
+    for (Conn* c : dirty) ids.push_back(c->id);
+    dirty.clear();
+    for (uint64_t id : ids) {
+      auto it = conns.find(id);
+      if (it != conns.end()) Flush(*it->second);
+    }
+  }
+};
+
+}  // namespace etcdw::client_api

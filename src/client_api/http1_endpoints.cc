@@ -1,0 +1,132 @@
+#include "http1_endpoints.h"
+
+#include <ctime>
+#include <memory>
+
+#include "etcd/etcdserverpb/rpc.pb.h"
+#include "etcdw/common/version.h"
+#include "etcdw/member/server_metrics.h"
+
+namespace etcdw::client_api {
+
+namespace {
+
+constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+// "Thu, 26 Nov 2026 11:27:08 GMT" (RFC 9110's IMF-fixdate), as Go's server sends it.
+std::string HttpDate() {
+  const time_t now = time(nullptr);
+  tm t{};
+  gmtime_r(&now, &t);
+  char buf[64];
+  strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &t);
+  return buf;
+}
+
+// An answer laid out as Go's server writes etcd's: the handler's headers sorted by name (with
+// `cors`, etcd's CORS headers, which its client port's handlers add from its default --cors
+// "*"), then Date and Content-Length, then a Content-Type Go sniffed from the body when the
+// handler set none (`sniffed`).
+std::string Response(bool cors, int code, std::string_view reason, std::string_view sorted_headers,
+                     std::string_view body, std::string_view sniffed = "") {
+  std::string r = "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) + "\r\n";
+  if (cors) {
+    r += "Access-Control-Allow-Headers: accept, content-type, authorization\r\n";
+    r += "Access-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\n";
+    r += "Access-Control-Allow-Origin: *\r\n";
+  }
+  r += sorted_headers;
+  r += "Date: " + HttpDate() + "\r\n";
+  r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  if (!sniffed.empty()) r += "Content-Type: " + std::string(sniffed) + "\r\n";
+  r += "Connection: close\r\n\r\n";
+  r += body;
+  return r;
+}
+
+constexpr std::string_view kText = "text/plain; charset=utf-8";
+// What Go's server sets on the answers it writes itself (400, 431).
+constexpr std::string_view kTextHeader = "Content-Type: text/plain; charset=utf-8\r\n";
+// What Go's http.Error sets: plain text, not to be sniffed.
+constexpr std::string_view kErrorHeaders =
+    "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n";
+
+// etcd 3.4's /health: false with an alarm raised or without a leader; otherwise what a
+// linearizable read (one that needs a quorum) says. 200 {"health":"true"} or 503.
+void Health(member::EtcdServer& s, HttpPort port, std::function<void(std::string)> done) {
+  const bool cors = port == HttpPort::kClient;
+  auto answer = [&s, cors, done](bool healthy) {
+    (healthy ? s.metrics().health_ok : s.metrics().health_failed).Add();
+    const std::string body = healthy ? R"({"health":"true"})" : R"({"health":"false"})";
+    // etcd's handler sets no Content-Type: Go sniffs text/plain from the JSON.
+    done(healthy ? Response(cors, 200, "OK", "", body, kText)
+                 : Response(cors, 503, "Service Unavailable", "", body, kText));
+  };
+  const etcdserverpb::StatusResponse status = s.StatusInfo();
+  if (status.errors_size() > 0 || status.leader() == 0) return answer(false);
+  // The request lives until its answer.
+  auto req = std::make_shared<etcdserverpb::RangeRequest>();
+  req->set_key("health");
+  req->set_keys_only(true);
+  req->set_limit(1);
+  s.Range(*req, [req, answer](Result<etcdserverpb::RangeResponse> r) { answer(r.ok()); });
+}
+
+// What Prometheus's Go handler names the text format it writes.
+constexpr std::string_view kMetricsHeaders =
+    "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n";
+
+}  // namespace
+
+std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
+  const size_t n = std::min(first_bytes.size(), kHttp2Preface.size());
+  if (first_bytes.substr(0, n) != kHttp2Preface.substr(0, n)) return Protocol::kHttp1;
+  // No HTTP/1 method starts with "PRI "; what starts like the preface is HTTP/2 (nghttp2 then
+  // checks the rest of it).
+  if (n >= 4) return Protocol::kHttp2;
+  return std::nullopt;
+}
+
+std::string HeadTooLarge() {
+  return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
+                  "431 Request Header Fields Too Large");
+}
+
+bool HasHttp1Head(std::string_view in) { return in.find("\r\n\r\n") != std::string_view::npos; }
+
+void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
+                 std::function<void(std::string)> done) {
+  const bool cors = port == HttpPort::kClient;  // a handler of the client port adds them
+  // Request line: METHOD SP TARGET SP VERSION.
+  const size_t eol = in.find("\r\n");
+  const std::string_view line = in.substr(0, eol);
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (eol == std::string_view::npos || sp2 == std::string_view::npos ||
+      line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
+    // Go's server answers this itself, before any handler: no CORS headers.
+    return done(Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request"));
+  }
+  const std::string_view method = line.substr(0, sp1);
+  std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  path = path.substr(0, path.find('?'));  // etcd 3.4 reads no query parameters here
+  if (path == "/metrics") {               // any method, as Prometheus's handler
+    return done(Response(cors, 200, "OK", kMetricsHeaders, member::MetricsText(s)));
+  }
+  const bool served = path == "/health" || (path == "/version" && port == HttpPort::kClient);
+  if (!served) {
+    return done(Response(cors, 404, "Not Found", kErrorHeaders, "404 page not found\n"));
+  }
+  if (method != "GET") {
+    return done(Response(cors, 405, "Method Not Allowed",
+                         "Allow: GET\r\n" + std::string(kErrorHeaders), "Method Not Allowed\n"));
+  }
+  if (path == "/version") {
+    const std::string body = std::string(R"({"etcdserver":")") + kEtcdVersion +
+                             R"(","etcdcluster":")" + kEtcdApiVersion + R"(.0"})";
+    return done(Response(cors, 200, "OK", "Content-Type: application/json\r\n", body));
+  }
+  Health(s, port, std::move(done));
+}
+
+}  // namespace etcdw::client_api

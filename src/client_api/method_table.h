@@ -1,0 +1,163 @@
+// The calls the native server answers, by HTTP/2 path ("/etcdserverpb.KV/Put"), each a
+// function from the request's message bytes to one answer.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "call_stats.h"
+#include "etcdw/common/etcd_errors.h"
+#include "etcdw/common/status.h"
+#include "etcdw/member/etcd_server.h"
+#include "grpc_wire.h"
+#include "h2_connection.h"
+#include "stream_call.h"
+
+namespace etcdw::client_api {
+
+// Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
+// learner; or when the client asked for a leader ("hasleader: true") and none is known.
+std::optional<Status> RefuseStream(member::EtcdServer& server, const H2Connection::Request& req);
+
+class MethodTable {
+ public:
+  using Unary = std::function<void(std::string_view payload, Answer answer)>;
+  // Opens a stream (headers received); may end it at once through the sink.
+  using OpenStream = std::function<std::unique_ptr<StreamCall>(const H2Connection::Request& req,
+                                                               std::shared_ptr<StreamSink> sink)>;
+
+  // Whether the client streams too (Watch, LeaseKeepAlive) or only the server (Snapshot).
+  enum class StreamKind { kServer, kBidi };
+
+  // Adds a streaming method. As etcd's stream interceptor does for every stream, RefuseStream
+  // may end a stream at its start; otherwise `make(sink)` opens the call. Its calls, messages
+  // and ends are counted for /metrics.
+  template <typename Make>
+  void AddStream(member::EtcdServer& server, std::string path, StreamKind kind, Make make) {
+    const CallStats stats{
+        &server.metrics().Method(path, kind == StreamKind::kBidi ? "bidi_stream" : "server_stream"),
+        &server.metrics()};
+    streams_[std::move(path)] =
+        [&server, make, stats](const H2Connection::Request& req,
+                               std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
+      stats.method->started.Add();
+      auto counted = std::make_shared<CountingSink>(std::move(sink), stats);
+      if (auto refused = RefuseStream(server, req)) {
+        counted->Finish(*refused);
+        return nullptr;
+      }
+      std::unique_ptr<StreamCall> call = make(counted);
+      if (!call) return nullptr;
+      return std::make_unique<CountingCall>(std::move(call), std::move(counted), stats);
+    };
+  }
+  const OpenStream* FindStream(const std::string& path) const {
+    auto it = streams_.find(path);
+    return it == streams_.end() ? nullptr : &it->second;
+  }
+  // Whether any method of `service` ("etcdserverpb.KV") is served.
+  bool HasService(const std::string& service) const {
+    const std::string prefix = "/" + service + "/";
+    auto has = [&](const auto& m) {
+      for (const auto& [path, fn] : m) {
+        if (path.rfind(prefix, 0) == 0) return true;
+      }
+      return false;
+    };
+    return has(unary_) || has(streams_);
+  }
+
+  // Adds a unary method served by `call` (etcd's Reply convention). The response's header is
+  // filled from `server` (member, revision, term) when the call succeeds, as etcd does.
+  // What a successful answer's header carries: member, revision and term (most calls); no
+  // revision (the Cluster service, as etcd's); none at all (Alarm, Defragment, MoveLeader, as
+  // etcd's); or what the call put there itself (Status).
+  enum class Header { kFull, kCluster, kNone, kAsAnswered };
+
+  template <typename Req, typename Resp>
+  void AddUnary(member::EtcdServer& server, std::string path,
+                std::function<void(const Req&, member::Reply<Resp>)> call,
+                Header header = Header::kFull) {
+    const CallStats stats{&server.metrics().Method(path, "unary"), &server.metrics()};
+    unary_[std::move(path)] = {
+        [&server, call, header](std::string_view payload, Answer answer) {
+          // The request lives until its answer: some calls (ranges) read it after they return.
+          auto req = std::make_shared<Req>();
+          if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
+          call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
+            if (!r.ok()) return answer(r.status(), {});
+            if constexpr (requires { r->mutable_header(); }) {  // etcd's messages, not others'
+              switch (header) {
+                case Header::kFull:
+                  server.FillHeader(r->mutable_header());
+                  break;
+                case Header::kCluster:
+                  server.FillClusterHeader(r->mutable_header());
+                  break;
+                case Header::kNone:
+                  r->clear_header();
+                  break;
+                case Header::kAsAnswered:
+                  break;
+              }
+            }
+            answer(Status::Ok(), FrameMessage(*r));
+          });
+        },
+        stats};
+  }
+
+  // Adds a unary method served by EtcdServer's `call`, refused on a learner as etcd refuses
+  // every request there except Status and serializable ranges.
+  template <typename Req, typename Resp>
+  void AddRefusedOnLearner(member::EtcdServer& server, std::string path,
+                           void (member::EtcdServer::*call)(const Req&, member::Reply<Resp>),
+                           Header header = Header::kFull) {
+    AddUnary<Req, Resp>(
+        server, std::move(path),
+        [&server, call](const Req& r, member::Reply<Resp> done) {
+          if (server.IsLearner()) return done(errors::NotSupportedForLearner());
+          (server.*call)(r, std::move(done));
+        },
+        header);
+  }
+
+  // A unary method: the call, and its counters (the caller counts: OnRequest, where the call
+  // starts and its answer is taken).
+  struct UnaryMethod {
+    Unary call;
+    CallStats stats;
+  };
+  // nullptr when no method has this path.
+  const UnaryMethod* Find(const std::string& path) const {
+    auto it = unary_.find(path);
+    return it == unary_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, UnaryMethod> unary_;
+  std::unordered_map<std::string, OpenStream> streams_;
+};
+
+// etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (kv_methods.cc).
+void AddKvMethods(MethodTable& table, member::EtcdServer& server);
+// etcdserverpb.Cluster: MemberAdd, MemberRemove, MemberUpdate, MemberList, MemberPromote
+// (cluster_methods.cc).
+void AddClusterMethods(MethodTable& table, member::EtcdServer& server);
+// etcdserverpb.Lease: LeaseGrant, LeaseRevoke, LeaseKeepAlive, LeaseTimeToLive, LeaseLeases
+// (lease_methods.cc).
+void AddLeaseMethods(MethodTable& table, member::EtcdServer& server);
+
+// etcdserverpb.Maintenance: Alarm, Status, Defragment, Hash, HashKV, Snapshot, MoveLeader
+// (maintenance_methods.cc).
+void AddMaintenanceMethods(MethodTable& table, member::EtcdServer& server);
+// etcdserverpb.Watch: Watch (watch_methods.cc).
+void AddWatchMethods(MethodTable& table, member::EtcdServer& server);
+// grpc.health.v1.Health: Check, Watch (health_methods.cc).
+void AddHealthMethods(MethodTable& table, member::EtcdServer& server);
+
+}  // namespace etcdw::client_api

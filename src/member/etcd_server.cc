@@ -1,0 +1,872 @@
+#include "etcdw/member/etcd_server.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <future>
+
+#include "etcdw/common/etcd_errors.h"
+#include "etcdw/common/logging.h"
+#include "etcdw/common/thread_name.h"
+#include "etcdw/common/version.h"
+#include "etcdw/member/join.h"
+#include "etcdw/member/raft_node.h"
+#include "etcdw/mvcc/hash.h"
+#include "etcdw/mvcc/txn.h"
+
+namespace etcdw::member {
+
+namespace {
+
+// etcd's minimum lease TTL: ceil(1.5 x election timeout), in whole heartbeats.
+int64_t MinLeaseTtl(const common::EtcdConfig& cfg) {
+  int64_t election_ticks = cfg.election_timeout.count() / cfg.heartbeat_interval.count();
+  double ms = static_cast<double>((3 * election_ticks) / 2) * cfg.heartbeat_interval.count();
+  return static_cast<int64_t>(std::ceil(ms / 1000.0));
+}
+
+// etcd's request ID generator: 2 bytes of member ID, 5 bytes of milliseconds, 1 byte counter.
+uint64_t InitialRequestId(uint64_t member_id) {
+  uint64_t ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  return ((member_id & 0xffff) << 48) | ((ms & ((uint64_t{1} << 40) - 1)) << 8);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& cfg,
+                                                     const common::Clock& clock) {
+  std::unique_ptr<EtcdServer> s(new EtcdServer(cfg, clock));
+  std::string member_dir = cfg.data_dir + "/member";
+  if (mkdir(member_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return InvalidArgument("data-dir: cannot create \"" + member_dir +
+                           "\": " + std::strerror(errno));
+  }
+  ETCDW_ASSIGN_OR_RETURN(s->engine_, storage::Engine::Open(member_dir + "/store", {}));
+  ETCDW_ASSIGN_OR_RETURN(s->kv_, mvcc::KvStore::Open(*s->engine_));
+  log::Info("store opened", {log::F("revision", s->kv_->Rev()),
+                             log::F("key-index", s->kv_->loaded_saved_index()
+                                                     ? "loaded the copy saved at the last stop"
+                                                     : "rebuilt from the keys")});
+  ETCDW_RETURN_IF_ERROR(s->membership_.Load(*s->engine_));
+
+  // Identity: stored on the first start. As etcd, the initial-cluster settings matter only
+  // then; a restart uses the identity and membership in the data directory.
+  ETCDW_ASSIGN_OR_RETURN(auto local_id, cluster::LoadLocalMemberId(*s->engine_));
+  // A data directory restored from a snapshot (data_dir.h) starts as the member it was made for.
+  ETCDW_ASSIGN_OR_RETURN(auto restored, cluster::LoadRestoredIdentity(*s->engine_));
+  std::vector<cluster::Member> bootstrap;
+  if (local_id) {
+    s->local_id_ = *local_id;
+  } else if (cfg.initial_cluster_state == "existing") {
+    if (restored) {
+      // Joining would apply the cluster's log over the restored state.
+      return FailedPrecondition(
+          "data-dir was restored from a snapshot: start it with initial-cluster-state new");
+    }
+    // Joining after MemberAdd: the cluster tells this member its ID; the leader then sends the
+    // log (or a snapshot of its state), which brings the membership.
+    ETCDW_ASSIGN_OR_RETURN(JoinInfo join, DiscoverCluster(cfg));
+    s->local_id_ = join.local_id;
+    storage::Batch batch(*s->engine_);
+    cluster::StageLocalMemberId(batch, join.local_id);
+    cluster::StageJoinMembers(batch, join.members);
+    s->membership_.StageClusterId(batch, join.cluster_id);
+    ETCDW_RETURN_IF_ERROR(s->engine_->Write(batch, /*sync=*/true));
+    log::Info("joining an existing cluster",
+              {log::Hex("cluster-id", join.cluster_id), log::Hex("local-member-id", join.local_id),
+               log::F("members", join.members.size())});
+  } else {
+    bootstrap = cluster::InitialMembers(cfg);
+    std::vector<std::string> mine;
+    for (const auto& u : cfg.initial_advertise_peer_urls) mine.push_back(u.ToString());
+    for (const cluster::Member& m : bootstrap) {
+      if (cluster::ComputeMemberId(mine, cfg.initial_cluster_token) == m.id) s->local_id_ = m.id;
+    }
+    if (s->local_id_ == 0) {
+      return InvalidArgument("initial-cluster: no entry matches initial-advertise-peer-urls " +
+                             common::JoinUrls(cfg.initial_advertise_peer_urls));
+    }
+    std::vector<uint64_t> ids;
+    for (const cluster::Member& m : bootstrap) ids.push_back(m.id);
+    const uint64_t cluster_id = cluster::ComputeClusterId(ids);
+    if (restored && (restored->member_id != s->local_id_ || restored->cluster_id != cluster_id)) {
+      return FailedPrecondition(
+          "data-dir was restored from a snapshot for member " +
+          cluster::IdToHex(restored->member_id) + " of cluster " +
+          cluster::IdToHex(restored->cluster_id) +
+          ", but initial-cluster, initial-cluster-token and initial-advertise-peer-urls give "
+          "member " +
+          cluster::IdToHex(s->local_id_) + " of cluster " + cluster::IdToHex(cluster_id));
+    }
+    storage::Batch batch(*s->engine_);
+    cluster::StageLocalMemberId(batch, s->local_id_);
+    s->membership_.StageClusterId(batch, cluster_id);
+    if (restored) cluster::StageClearRestoredIdentity(batch);
+    ETCDW_RETURN_IF_ERROR(s->engine_->Write(batch, /*sync=*/true));
+    log::Info("bootstrapping a new cluster",
+              {log::Hex("cluster-id", s->membership_.cluster_id()),
+               log::Hex("local-member-id", s->local_id_), log::F("members", bootstrap.size())});
+  }
+
+  s->alarms_ = std::make_unique<AlarmStore>();
+  ETCDW_RETURN_IF_ERROR(s->alarms_->Load(*s->engine_));
+  s->lessor_ = std::make_unique<Lessor>(clock);
+  // The leases in the store, known without expiry until this member leads (a follower lists
+  // them and forwards their keepalives).
+  s->lessor_->Reset(s->kv_->leases().List());
+  s->quota_ = std::make_unique<Quota>(*s->engine_, cfg.quota_backend_bytes);
+
+  WatchHubOptions wo;
+  wo.fragment_bytes = cfg.max_request_bytes + 512 * 1024;
+  EtcdServer* self = s.get();
+  wo.fill_header = [self](etcdserverpb::ResponseHeader* h) {
+    h->set_cluster_id(self->membership_.cluster_id());
+    h->set_member_id(self->local_id_);
+    h->set_raft_term(self->node_ ? self->node_->Term() : 0);
+  };
+  s->hub_ = std::make_unique<WatchHub>(*s->kv_, wo);
+  s->compactor_ = std::make_unique<mvcc::Compactor>(*s->kv_);
+
+  ApplierDeps deps;
+  deps.kv = s->kv_.get();
+  deps.compactor = s->compactor_.get();
+  deps.lessor = s->lessor_.get();
+  deps.alarms = s->alarms_.get();
+  deps.hub = s->hub_.get();
+  deps.waits = &s->waits_;
+  deps.quota = s->quota_.get();
+  deps.membership = &s->membership_;
+  deps.metrics = &s->metrics_;
+  deps.min_lease_ttl = MinLeaseTtl(cfg);
+  deps.on_quota_exceeded = [self] { self->RaiseNoSpaceAlarm(); };
+  deps.on_conf_change = [self](const raftpb::ConfChange& cc) { self->node_->ApplyConfChange(cc); };
+  s->applier_ = std::make_unique<Applier>(deps);
+
+  RaftNodeOptions no;
+  no.member_id = s->local_id_;
+  no.tick_interval = cfg.heartbeat_interval;
+  no.election_ticks = static_cast<int>(cfg.election_timeout / cfg.heartbeat_interval);
+  no.snapshot_count = cfg.snapshot_count;
+  no.bootstrap_members = std::move(bootstrap);
+  no.wal_dir = member_dir + "/wal";
+  no.snapshot_dir = member_dir + "/snap";
+  no.on_fatal = [self](const Status& st) { self->Fatal(st); };
+  no.on_removed = [self] {
+    self->Fatal(Status(Code::kFailedPrecondition,
+                       "the member has been permanently removed from the cluster"));
+  };
+  no.on_leader_change = [self](uint64_t leader, bool is_leader) {
+    self->metrics_.SawLeader(leader);
+    self->OnLeaderChange(is_leader);
+  };
+  no.on_conf_change = [self](const raftpb::ConfChange& cc) { self->OnConfChange(cc); };
+  no.on_snapshot_installed = [self] { self->OnSnapshotInstalled(); };
+  s->node_ = std::make_unique<RaftNode>(*s->engine_, *s->kv_, *s->applier_, s->membership_, no);
+  s->tasks_ = std::make_unique<TaskRunner>(2, "member-tasks");
+  s->reads_ = std::make_unique<TaskRunner>(2, "member-reads");
+  s->next_request_id_ = InitialRequestId(s->local_id_);
+
+  auto ac =
+      AutoCompactor::Create(cfg.auto_compaction_mode, cfg.auto_compaction_retention, clock.Now());
+  if (!ac.ok()) return ac.status().WithContext("auto-compaction-retention");
+  if (ac->enabled()) s->auto_compactor_ = std::move(ac).value();
+  return s;
+}
+
+EtcdServer::~EtcdServer() { Stop(); }
+
+Status EtcdServer::Start() {
+  hub_->Start();
+  peer_transport::PeerTransportOptions to;
+  to.local_id = local_id_;
+  to.cluster_id = membership_.cluster_id();
+  to.listen_urls = cfg_.listen_peer_urls;
+  to.tls = cfg_.peer_tls;
+  to.max_message_bytes = std::max<size_t>(64 << 20, 4 * cfg_.max_request_bytes);
+  peer_transport::PeerTransportHandler th;
+  RaftNode* node = node_.get();
+  th.on_message = [node](raftpb::Message m) { node->OnMessage(std::move(m)); };
+  th.on_snapshot = [node](const raftpb::Message& m) { return node->OnSnapshot(m); };
+  th.on_snapshot_received = [node](raftpb::Message m) { node->OnSnapshotReceived(std::move(m)); };
+  th.on_unreachable = [node](uint64_t peer) { node->OnUnreachable(peer); };
+  th.on_snapshot_sent = [node](uint64_t peer, bool ok) { node->OnSnapshotSent(peer, ok); };
+  th.on_call = [this](uint32_t method, std::string payload,
+                      std::function<void(Status, std::string)> respond) {
+    ServePeerCall(method, std::move(payload), std::move(respond));
+  };
+  th.on_cluster_info = [this] { return ClusterInfo(); };
+  ETCDW_ASSIGN_OR_RETURN(transport_, peer_transport::PeerTransport::Start(to, th));
+  // A member that joined knows the others from the cluster's answer until its log brings the
+  // membership (later changes update the transport through OnConfChange).
+  std::vector<cluster::Member> known = membership_.List();
+  if (known.empty()) {
+    ETCDW_ASSIGN_OR_RETURN(known, cluster::LoadJoinMembers(*engine_));
+  }
+  for (const cluster::Member& m : known) {
+    if (m.id != local_id_) transport_->AddPeer(m.id, m.peer_urls);
+  }
+  // On a fresh bootstrap the members appear when the node applies the bootstrap entries;
+  // OnConfChange then tells the transport.
+  node_->SetTransport(transport_.get());
+  ETCDW_RETURN_IF_ERROR(node_->Start());
+  auto now = clock_.Now();
+  next_progress_tick_ = now + cfg_.watch_progress_notify_interval;
+  if (auto_compactor_) next_compact_tick_ = now + auto_compactor_->interval();
+  {
+    std::lock_guard lock(ticker_mu_);
+    ticker_stop_ = false;
+  }
+  ticker_ = common::NamedThread("member-ticker", [this] { TickerLoop(); });
+  // A member that is its own quorum publishes its name and client URLs before it serves, so
+  // that MemberList is complete from the first request (etcd is ready only once published).
+  if (node_->CanReadLocally()) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!Published() && std::chrono::steady_clock::now() < deadline) {
+      MaybePublishAttributes();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  started_ = true;
+  log::Info("etcd member started",
+            {log::F("name", cfg_.name), log::Hex("member-id", member_id()),
+             log::Hex("cluster-id", cluster_id()), log::F("revision", kv_->Rev()),
+             log::F("term", node_->Term()), log::F("applied-index", node_->AppliedIndex())});
+  return Status::Ok();
+}
+
+void EtcdServer::Stop() {
+  if (stopped_.exchange(true)) return;
+  {
+    std::lock_guard lock(ticker_mu_);
+    ticker_stop_ = true;
+  }
+  ticker_cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+  // Calls waiting to be retried end now (with Stopped); later ones run at once.
+  std::vector<std::function<void()>> soon;
+  {
+    std::lock_guard lock(soon_mu_);
+    soon_closed_ = true;
+    soon.swap(soon_);
+  }
+  for (auto& fn : soon) fn();
+  if (node_) node_->Stop();
+  if (transport_) transport_->Stop();
+  waits_.FailAll(errors::Stopped());
+  if (hub_) hub_->Stop();
+  reads_.reset();
+  tasks_.reset();
+  compactor_.reset();
+  // Nothing applies any more: the next start loads the key index instead of rebuilding it.
+  if (kv_) {
+    Status st = kv_->SaveKeyIndex();
+    if (!st.ok()) log::Warn("saving the key index at shutdown failed", {log::F("error", st)});
+  }
+  if (engine_) {
+    Status st = engine_->Flush();
+    if (!st.ok()) log::Warn("flush at shutdown failed", {log::F("error", st)});
+  }
+}
+
+void EtcdServer::Fatal(const Status& st) {
+  log::Error("member stopped by an unrecoverable error", {log::F("error", st)});
+  if (on_fatal_) on_fatal_(st);
+}
+
+void EtcdServer::OnLeaderChange(bool is_leader) {
+  // The leader runs lease expiry: leases restart with their full TTL plus an election timeout.
+  if (is_leader) {
+    lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
+  } else {
+    lessor_->Demote();
+  }
+}
+
+void EtcdServer::OnConfChange(const raftpb::ConfChange& cc) {
+  if (!transport_ || cc.node_id() == local_id_) return;
+  switch (cc.type()) {
+    case raftpb::CONF_CHANGE_ADD_NODE:
+    case raftpb::CONF_CHANGE_ADD_LEARNER_NODE:
+    case raftpb::CONF_CHANGE_UPDATE_NODE:
+      if (auto m = membership_.Get(cc.node_id())) transport_->UpdatePeer(m->id, m->peer_urls);
+      break;
+    case raftpb::CONF_CHANGE_REMOVE_NODE:
+      transport_->RemovePeer(cc.node_id());
+      break;
+    default:
+      break;
+  }
+}
+
+void EtcdServer::OnSnapshotInstalled() {
+  // The state was replaced: reload what is kept in memory beside the store.
+  Status st = alarms_->Load(*engine_);
+  if (!st.ok()) log::Error("reloading alarms after a snapshot failed", {log::F("error", st)});
+  if (node_->IsLeader()) {
+    lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
+  } else {
+    lessor_->Demote();
+    lessor_->Reset(kv_->leases().List());
+  }
+  hub_->Resync(kv_->Rev());
+  if (transport_) {
+    for (const cluster::Member& m : membership_.List()) {
+      if (m.id != local_id_) transport_->UpdatePeer(m.id, m.peer_urls);
+    }
+  }
+}
+
+void EtcdServer::FillHeader(etcdserverpb::ResponseHeader* h) const {
+  h->set_cluster_id(membership_.cluster_id());
+  h->set_member_id(local_id_);
+  h->set_raft_term(node_->Term());
+  if (h->revision() == 0) h->set_revision(kv_->Rev());
+}
+
+void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
+  uint64_t id = ++next_request_id_;
+  req.set_id(id);
+  std::string data = req.SerializeAsString();
+  if (data.size() > cfg_.max_request_bytes) {
+    done(ApplyResult{errors::RequestTooLarge(), nullptr, 0});
+    return;
+  }
+  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
+  Status st = node_->Propose(std::move(data));
+  if (!st.ok()) {
+    metrics_.proposals_failed.Add();
+    waits_.Trigger(id, ApplyResult{st, nullptr, 0});
+  }
+}
+
+template <typename Resp>
+void EtcdServer::ProposeFor(internalpb::Request req, Reply<Resp> reply) {
+  Propose(std::move(req), [reply = std::move(reply)](ApplyResult r) {
+    if (!r.status.ok()) {
+      reply(r.status);
+    } else {
+      reply(std::move(*static_cast<Resp*>(r.response.get())));
+    }
+  });
+}
+
+bool EtcdServer::OverQuota(int64_t cost, std::function<void(Status)> reply) {
+  if (quota_->Available(cost)) return false;
+  // As etcd's quota check, the member that finds its own store full raises the alarm in its
+  // own name (once: activating it again would change nothing).
+  for (const auto& a : alarms_->Get(etcdserverpb::NOSPACE)) {
+    if (a.memberid() == member_id()) {
+      reply(errors::NoSpace());
+      return true;
+    }
+  }
+  // Like etcd, answer only once the alarm is applied, so that a client that saw the error also
+  // sees the alarm.
+  internalpb::Request req;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(member_id());
+  a->set_alarm(etcdserverpb::NOSPACE);
+  Propose(std::move(req), [reply = std::move(reply)](ApplyResult) { reply(errors::NoSpace()); });
+  return true;
+}
+
+void EtcdServer::RaiseNoSpaceAlarm() {
+  if (alarms_->Active(etcdserverpb::NOSPACE)) return;
+  internalpb::Request req;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(member_id());
+  a->set_alarm(etcdserverpb::NOSPACE);
+  Propose(std::move(req), [](ApplyResult) {});
+}
+
+// ---------------------------------------------------------------------------------------------
+// KV
+
+void EtcdServer::Range(const etcdserverpb::RangeRequest& r,
+                       Reply<etcdserverpb::RangeResponse> reply) {
+  if (Status st = mvcc::CheckRangeRequest(r); !st.ok()) return reply(st);
+  auto serve = [this, &r, reply](Status st) {
+    if (!st.ok()) return reply(st);
+    auto view = kv_->NewReadView();
+    metrics_.CountRange();
+    reply(mvcc::ExecuteRange(*view, r));
+  };
+  if (r.serializable() || node_->CanReadLocally()) return serve(Status::Ok());
+  // Confirmed on the node's thread; the read itself runs on a read thread.
+  node_->ReadIndex([this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
+}
+
+void EtcdServer::Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply) {
+  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
+  if (Status st = mvcc::CheckPutRequest(r); !st.ok()) return reply(st);
+  internalpb::Request req;
+  *req.mutable_put() = r;
+  ProposeFor(std::move(req), std::move(reply));
+}
+
+void EtcdServer::DeleteRange(const etcdserverpb::DeleteRangeRequest& r,
+                             Reply<etcdserverpb::DeleteRangeResponse> reply) {
+  if (Status st = mvcc::CheckDeleteRequest(r); !st.ok()) return reply(st);
+  internalpb::Request req;
+  *req.mutable_delete_range() = r;
+  ProposeFor(std::move(req), std::move(reply));
+}
+
+void EtcdServer::Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnResponse> reply) {
+  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
+  if (Status st = mvcc::CheckTxnRequest(r, static_cast<int64_t>(cfg_.max_txn_ops)); !st.ok()) {
+    return reply(st);
+  }
+  if (mvcc::IsTxnReadOnly(r)) {
+    // Read-only transactions are not proposed: served like a Range.
+    auto serve = [this, &r, reply](Status st) {
+      if (!st.ok()) return reply(st);
+      auto view = kv_->NewReadView();
+      Result<etcdserverpb::TxnResponse> resp = mvcc::ExecuteReadTxn(*view, r);
+      if (resp.ok()) metrics_.CountTxn(r, *resp, /*read_only=*/true);
+      reply(std::move(resp));
+    };
+    if (mvcc::IsTxnSerializable(r) || node_->CanReadLocally()) return serve(Status::Ok());
+    return node_->ReadIndex(
+        [this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
+  }
+  internalpb::Request req;
+  *req.mutable_txn() = r;
+  ProposeFor(std::move(req), std::move(reply));
+}
+
+void EtcdServer::Compact(const etcdserverpb::CompactionRequest& r,
+                         Reply<etcdserverpb::CompactionResponse> reply) {
+  internalpb::Request req;
+  *req.mutable_compaction() = r;
+  bool physical = r.physical();
+  Propose(std::move(req), [this, physical, reply = std::move(reply)](ApplyResult ar) {
+    if (!ar.status.ok()) return reply(ar.status);
+    auto resp = std::move(*static_cast<etcdserverpb::CompactionResponse*>(ar.response.get()));
+    if (!physical) {
+      resp.mutable_header()->set_revision(kv_->Rev());
+      return reply(std::move(resp));
+    }
+    // Wait for the deletion off the apply thread.
+    int64_t rev = ar.compaction;
+    tasks_->Submit([this, rev, resp = std::move(resp), reply]() mutable {
+      Status st = compactor_->WaitFinished(rev);
+      if (st.code() == Code::kUnavailable) return reply(errors::Stopped());
+      if (!st.ok()) return reply(st);
+      resp.mutable_header()->set_revision(kv_->Rev());
+      reply(std::move(resp));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lease
+
+void EtcdServer::LeaseGrant(const etcdserverpb::LeaseGrantRequest& r,
+                            Reply<etcdserverpb::LeaseGrantResponse> reply) {
+  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
+  internalpb::Request req;
+  *req.mutable_lease_grant() = r;
+  while (req.lease_grant().id() == 0) {
+    // The server picks a positive ID.
+    req.mutable_lease_grant()->set_id(
+        static_cast<int64_t>(++next_request_id_ & ((uint64_t{1} << 63) - 1)));
+  }
+  ProposeFor(std::move(req), std::move(reply));
+}
+
+void EtcdServer::LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
+                             Reply<etcdserverpb::LeaseRevokeResponse> reply) {
+  internalpb::Request req;
+  *req.mutable_lease_revoke() = r;
+  ProposeFor(std::move(req), std::move(reply));
+}
+
+etcdserverpb::LeaseLeasesResponse EtcdServer::LeaseLeases() {
+  etcdserverpb::LeaseLeasesResponse resp;
+  for (int64_t id : lessor_->IdsByExpiry()) resp.add_leases()->set_id(id);
+  FillHeader(resp.mutable_header());
+  return resp;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maintenance
+
+void EtcdServer::Alarm(const etcdserverpb::AlarmRequest& r,
+                       Reply<etcdserverpb::AlarmResponse> reply) {
+  internalpb::Request req;
+  *req.mutable_alarm() = r;
+  ProposeFor(std::move(req), std::move(reply));
+}
+
+etcdserverpb::StatusResponse EtcdServer::StatusInfo() {
+  etcdserverpb::StatusResponse resp;
+  FillHeader(resp.mutable_header());
+  resp.set_version(kEtcdVersion);
+  resp.set_dbsize(static_cast<int64_t>(engine_->SizeOnDisk()));
+  resp.set_dbsizeinuse(static_cast<int64_t>(engine_->SizeInUse()));
+  resp.set_leader(node_->Leader());
+  resp.set_raftindex(node_->CommitIndex());
+  resp.set_raftterm(node_->Term());
+  resp.set_raftappliedindex(node_->AppliedIndex());
+  resp.set_islearner(IsLearner());
+  for (const auto& a : alarms_->Get(etcdserverpb::NONE)) {
+    // The Go text form of the AlarmMember message, as etcd reports it.
+    resp.add_errors("memberID:" + std::to_string(a.memberid()) +
+                    " alarm:" + etcdserverpb::AlarmType_Name(a.alarm()) + " ");
+  }
+  return resp;
+}
+
+void EtcdServer::Defragment(Reply<etcdserverpb::DefragmentResponse> reply) {
+  tasks_->Submit([this, reply] {
+    log::Info("defragmenting", {log::F("size-before", engine_->SizeOnDisk())});
+    Status st = engine_->CompactAll();
+    quota_->Refresh();
+    if (!st.ok()) return reply(st);
+    log::Info("defragmented", {log::F("size-after", engine_->SizeOnDisk())});
+    etcdserverpb::DefragmentResponse resp;
+    FillHeader(resp.mutable_header());
+    reply(std::move(resp));
+  });
+}
+
+void EtcdServer::Hash(Reply<etcdserverpb::HashResponse> reply) {
+  tasks_->Submit([this, reply] {
+    auto h = mvcc::HashAll(*engine_);
+    if (!h.ok()) return reply(h.status());
+    etcdserverpb::HashResponse resp;
+    resp.set_hash(h.value());
+    FillHeader(resp.mutable_header());
+    reply(std::move(resp));
+  });
+}
+
+void EtcdServer::HashKV(const etcdserverpb::HashKVRequest& r,
+                        Reply<etcdserverpb::HashKVResponse> reply) {
+  int64_t rev = r.revision();
+  tasks_->Submit([this, rev, reply] {
+    auto h = mvcc::HashKV(*kv_, rev);
+    if (!h.ok()) return reply(h.status());
+    etcdserverpb::HashKVResponse resp;
+    resp.set_hash(h->hash);
+    resp.set_compact_revision(h->compact_rev);
+    resp.mutable_header()->set_revision(h->rev);
+    FillHeader(resp.mutable_header());
+    reply(std::move(resp));
+  });
+}
+
+void EtcdServer::OpenSnapshot(
+    Reply<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> reply) {
+  auto writer = std::make_shared<mvcc::SnapshotWriter>(*engine_);
+  tasks_->Submit([writer, reply] {
+    auto size = writer->TotalSize();
+    if (!size.ok()) return reply(size.status());
+    reply(std::make_pair(writer, size.value()));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster
+
+void EtcdServer::FillClusterHeader(etcdserverpb::ResponseHeader* h) const {
+  h->set_cluster_id(membership_.cluster_id());
+  h->set_member_id(local_id_);
+  h->set_raft_term(node_->Term());
+}
+
+etcdserverpb::MemberListResponse EtcdServer::MemberList() {
+  etcdserverpb::MemberListResponse resp;
+  membership_.Fill(&resp);
+  // etcd's cluster service header carries no revision.
+  FillClusterHeader(resp.mutable_header());
+  return resp;
+}
+
+void EtcdServer::MemberList(const etcdserverpb::MemberListRequest& r,
+                            Reply<etcdserverpb::MemberListResponse> reply) {
+  if (!r.linearizable() || node_->CanReadLocally()) return reply(MemberList());
+  node_->ReadIndex([this, reply](Status st) {
+    if (!st.ok()) return reply(st);
+    reply(MemberList());
+  });
+}
+
+bool EtcdServer::IsLearner() const {
+  auto m = membership_.Get(local_id_);
+  return m && m->is_learner;
+}
+
+std::chrono::milliseconds EtcdServer::RequestTimeout() const {
+  return std::chrono::milliseconds(5000) + 2 * cfg_.election_timeout;
+}
+
+void EtcdServer::ProposeConfChange(raftpb::ConfChange cc, ApplyCallback done) {
+  uint64_t id = ++next_request_id_;
+  cc.set_id(id);
+  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
+  Status st = node_->ProposeConfChange(cc);
+  if (!st.ok()) waits_.Trigger(id, ApplyResult{st, nullptr, 0});
+}
+
+bool EtcdServer::ReadyToAddVoter() const {
+  // etcd: after adding, the started voters must still be a quorum (a 1-member cluster may
+  // always grow to 2, for restoring data).
+  size_t members = membership_.VoterCount() + 1;
+  size_t started = membership_.StartedVoterCount();
+  if (started == 1 && members == 2) return true;
+  return started >= members / 2 + 1;
+}
+
+bool EtcdServer::ReadyToRemoveVoter(uint64_t id) const {
+  size_t members = 0, started = 0;
+  for (const cluster::Member& m : membership_.List()) {
+    if (m.is_learner || m.id == id) continue;
+    ++members;
+    if (!m.name.empty()) ++started;
+  }
+  return started >= members / 2 + 1;
+}
+
+namespace {
+template <typename Resp>
+void ReplyMembers(const ApplyResult& r, Reply<Resp>& reply, EtcdServer& s,
+                  const std::function<void(Resp&)>& extra = nullptr) {
+  if (!r.status.ok()) return reply(r.status);
+  Resp resp;
+  const auto& list = *static_cast<etcdserverpb::MemberListResponse*>(r.response.get());
+  *resp.mutable_members() = list.members();
+  if (extra) extra(resp);
+  s.FillClusterHeader(resp.mutable_header());
+  reply(std::move(resp));
+}
+}  // namespace
+
+void EtcdServer::MemberAdd(const etcdserverpb::MemberAddRequest& r,
+                           Reply<etcdserverpb::MemberAddResponse> reply) {
+  cluster::Member m;
+  for (const auto& u : r.peerurls()) {
+    auto url = common::ParseUrl(u);
+    if (!url.ok()) return reply(errors::MemberBadURLs());
+    m.peer_urls.push_back(url->ToString());
+  }
+  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
+  m.is_learner = r.islearner();
+  if (!m.is_learner && !ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  m.id = cluster::ComputeMemberId(m.peer_urls, "", now);
+  raftpb::ConfChange cc;
+  cc.set_type(m.is_learner ? raftpb::CONF_CHANGE_ADD_LEARNER_NODE : raftpb::CONF_CHANGE_ADD_NODE);
+  cc.set_node_id(m.id);
+  cc.set_context(m.Serialize());
+  ProposeConfChange(cc, [this, m, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberAddResponse>(ar, reply, *this, [&](auto& resp) {
+      auto* added = resp.mutable_member();
+      added->set_id(m.id);
+      for (const auto& u : m.peer_urls) added->add_peerurls(u);
+      added->set_islearner(m.is_learner);
+    });
+  });
+}
+
+void EtcdServer::MemberRemove(const etcdserverpb::MemberRemoveRequest& r,
+                              Reply<etcdserverpb::MemberRemoveResponse> reply) {
+  auto m = membership_.Get(r.id());
+  if (m && !m->is_learner && !ReadyToRemoveVoter(r.id())) {
+    return reply(errors::MemberNotEnoughStarted());
+  }
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::CONF_CHANGE_REMOVE_NODE);
+  cc.set_node_id(r.id());
+  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberRemoveResponse>(ar, reply, *this);
+  });
+}
+
+void EtcdServer::MemberUpdate(const etcdserverpb::MemberUpdateRequest& r,
+                              Reply<etcdserverpb::MemberUpdateResponse> reply) {
+  cluster::Member m;
+  m.id = r.id();
+  for (const auto& u : r.peerurls()) {
+    auto url = common::ParseUrl(u);
+    if (!url.ok()) return reply(errors::MemberBadURLs());
+    m.peer_urls.push_back(url->ToString());
+  }
+  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::CONF_CHANGE_UPDATE_NODE);
+  cc.set_node_id(r.id());
+  cc.set_context(m.Serialize());
+  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberUpdateResponse>(ar, reply, *this);
+  });
+}
+
+void EtcdServer::PromoteAsLeader(const etcdserverpb::MemberPromoteRequest& r,
+                                 Reply<etcdserverpb::MemberPromoteResponse> reply) {
+  // Only the leader knows how far the learner has caught up.
+  if (!node_->IsLeader()) return reply(errors::NotLeader());
+  auto m = membership_.Get(r.id());
+  if (m && m->is_learner) {
+    auto learner = node_->MatchIndex(r.id());
+    auto leader = node_->MatchIndex(local_id_);
+    // etcd: the learner must have at least 90% of the leader's log.
+    if (!learner || !leader || static_cast<double>(*learner) < static_cast<double>(*leader) * 0.9) {
+      return reply(errors::LearnerNotReady());
+    }
+    if (!ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
+  }
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::CONF_CHANGE_ADD_NODE);  // without a record: a promotion
+  cc.set_node_id(r.id());
+  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
+    ReplyMembers<etcdserverpb::MemberPromoteResponse>(ar, reply, *this);
+  });
+}
+
+void EtcdServer::MoveLeader(const etcdserverpb::MoveLeaderRequest& r,
+                            Reply<etcdserverpb::MoveLeaderResponse> reply) {
+  if (!node_->IsLeader()) return reply(errors::NotLeader());
+  auto target = membership_.Get(r.targetid());
+  if (!target || target->is_learner) return reply(errors::BadLeaderTransferee());
+  if (r.targetid() == local_id_) {
+    etcdserverpb::MoveLeaderResponse resp;
+    FillHeader(resp.mutable_header());
+    return reply(std::move(resp));
+  }
+  node_->TransferLeadership(r.targetid(), RequestTimeout(), [this, reply](Status st) {
+    if (!st.ok()) return reply(st);
+    etcdserverpb::MoveLeaderResponse resp;
+    FillHeader(resp.mutable_header());
+    reply(std::move(resp));
+  });
+}
+
+void EtcdServer::TransferLeadershipForStop(std::chrono::milliseconds timeout) {
+  if (!node_->IsLeader()) return;
+  // The voter that has the most of the log takes over.
+  uint64_t best = 0, best_match = 0;
+  for (const cluster::Member& m : membership_.List()) {
+    if (m.id == local_id_ || m.is_learner) continue;
+    uint64_t match = node_->MatchIndex(m.id).value_or(0);
+    if (best == 0 || match > best_match) {
+      best = m.id;
+      best_match = match;
+    }
+  }
+  if (best == 0) return;
+  auto done = std::make_shared<std::promise<Status>>();
+  auto f = done->get_future();
+  node_->TransferLeadership(best, timeout, [done](Status st) { done->set_value(st); });
+  Status st = f.get();
+  if (st.ok()) {
+    log::Info("leadership transferred before stopping", {log::Hex("to", best)});
+  } else {
+    log::Warn("leadership transfer before stopping failed", {log::F("error", st)});
+  }
+}
+
+bool EtcdServer::Published() const {
+  auto self = membership_.Get(local_id_);
+  if (!self) return false;
+  std::vector<std::string> urls;
+  for (const auto& u : cfg_.advertise_client_urls) urls.push_back(u.ToString());
+  return self->name == cfg_.name && self->client_urls == urls;
+}
+
+void EtcdServer::MaybePublishAttributes() {
+  if (node_->Leader() == 0 || Published()) return;
+  std::vector<std::string> urls;
+  for (const auto& u : cfg_.advertise_client_urls) urls.push_back(u.ToString());
+  // One attempt at a time (ticker and Start may both call); next_publish_ is only touched by
+  // the thread that set publishing_.
+  bool idle = false;
+  if (!publishing_.compare_exchange_strong(idle, true)) return;
+  auto now = clock_.Now();
+  if (now < next_publish_ && started_.load()) {
+    publishing_ = false;
+    return;
+  }
+  next_publish_ = now + std::chrono::seconds(1);
+  internalpb::Request req;
+  auto* a = req.mutable_member_attributes();
+  a->set_id(local_id_);
+  a->set_name(cfg_.name);
+  for (const auto& u : urls) a->add_client_urls(u);
+  Propose(std::move(req), [this](ApplyResult r) {
+    publishing_ = false;
+    if (r.status.ok()) log::Info("published member attributes", {log::F("name", cfg_.name)});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Periodic duties
+
+void EtcdServer::RunPeriodicDuties() {
+  std::vector<std::function<void()>> soon;
+  {
+    std::lock_guard lock(soon_mu_);
+    soon.swap(soon_);
+  }
+  for (auto& fn : soon) fn();
+  // Requests whose entry was lost (a leader failed after taking it) time out, as in etcd.
+  metrics_.proposals_failed.Add(waits_.ExpireBefore(
+      clock_.Now(), node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout()));
+  MaybePublishAttributes();
+  if (node_->IsLeader()) {
+    // Revoke expired leases (bounded per tick, like etcd's revocation rate limit).
+    for (int64_t id : lessor_->TakeExpired(100)) {
+      internalpb::Request req;
+      req.mutable_lease_revoke()->set_id(id);
+      log::Debug("revoking expired lease", {log::Hex("lease-id", static_cast<uint64_t>(id))});
+      Propose(std::move(req), [this, id](ApplyResult r) {
+        if (!r.status.ok() && r.status.code() != Code::kNotFound) lessor_->Requeue(id);
+      });
+    }
+  }
+  auto now = clock_.Now();
+  if (now >= next_progress_tick_) {
+    hub_->ProgressTick();
+    next_progress_tick_ = now + cfg_.watch_progress_notify_interval;
+  }
+  if (auto_compactor_ && now >= next_compact_tick_) {
+    next_compact_tick_ = now + auto_compactor_->interval();
+    std::optional<int64_t> rev;
+    {
+      std::lock_guard lock(ticker_mu_);
+      rev = auto_compactor_->Tick(now, kv_->Rev());
+    }
+    if (rev) {
+      internalpb::Request req;
+      req.mutable_compaction()->set_revision(*rev);
+      log::Info("starting auto compaction", {log::F("revision", *rev)});
+      Propose(std::move(req), [this](ApplyResult r) {
+        bool ok = r.status.ok() || r.status == errors::Compacted();
+        // The ticker thread owns the auto compactor; hand the outcome over under its lock.
+        std::lock_guard lock(ticker_mu_);
+        auto_compactor_->Done(ok, clock_.Now());
+      });
+    }
+  }
+}
+
+void EtcdServer::TickerLoop() {
+  std::unique_lock lock(ticker_mu_);
+  while (!ticker_stop_) {
+    ticker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (ticker_stop_) break;
+    lock.unlock();
+    RunPeriodicDuties();
+    lock.lock();
+  }
+}
+
+}  // namespace etcdw::member

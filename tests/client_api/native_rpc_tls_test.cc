@@ -1,0 +1,177 @@
+// The native RPC server on an https URL: gRPC clients negotiate HTTP/2 over TLS (ALPN), with
+// client-cert-auth only clients whose certificate the trusted CA signed are served, and
+// clients that fail the handshake leave the server serving. Unusable TLS files are refused at
+// start with the setting's name.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "native_rpc_fixture.h"
+#include "test_certs.h"
+
+namespace etcdw::client_api {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class NativeRpcTlsTest : public NativeRpcServerTest {
+ protected:
+  void SetUp() override {
+    NativeRpcServerTest::SetUp();
+    ASSERT_TRUE(certs_.AddCa("ca") && certs_.AddCa("other-ca") && certs_.Issue("server", "ca") &&
+                certs_.Issue("client", "ca") && certs_.Issue("stranger", "other-ca"))
+        << certs_.log();
+  }
+
+  NativeRpcOptions TlsOptions(bool client_cert_auth) {
+    NativeRpcOptions o;
+    o.threads = 2;
+    o.urls = {common::Url{"https", "127.0.0.1", 0}};
+    o.tls.cert_file = certs_.Crt("server");
+    o.tls.key_file = certs_.Key("server");
+    o.tls.trusted_ca_file = certs_.Crt("ca");
+    o.tls.client_cert_auth = client_cert_auth;
+    return o;
+  }
+
+  // A KV stub over TLS, presenting `client`'s certificate unless it is empty.
+  std::unique_ptr<etcdserverpb::KV::Stub> TlsKv(const std::string& client) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = Slurp(certs_.Crt("ca"));
+    if (!client.empty()) {
+      ssl.pem_private_key = Slurp(certs_.Key(client));
+      ssl.pem_cert_chain = Slurp(certs_.Crt(client));
+    }
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return etcdserverpb::KV::NewStub(grpc::CreateCustomChannel(
+        "127.0.0.1:" + std::to_string(native_->ports().at(0)), grpc::SslCredentials(ssl), args));
+  }
+
+  grpc::Status TryPut(etcdserverpb::KV::Stub& kv) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    etcdserverpb::PutRequest req;
+    req.set_key("k");
+    req.set_value("v");
+    etcdserverpb::PutResponse resp;
+    return kv.Put(&ctx, req, &resp);
+  }
+
+  testing::TestCerts certs_;
+};
+
+TEST_F(NativeRpcTlsTest, ServesClientsWhoseCertificateTheTrustedCaSigned) {
+  StartNative(TlsOptions(/*client_cert_auth=*/true));
+  auto trusted = TlsKv("client");
+  grpc::Status st = TryPut(*trusted);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+
+  // No certificate, or one from another CA: the handshake fails, nothing is served.
+  EXPECT_EQ(TryPut(*TlsKv("")).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(TryPut(*TlsKv("stranger")).error_code(), grpc::StatusCode::UNAVAILABLE);
+  // A plaintext client gets nowhere either.
+  auto plain = etcdserverpb::KV::NewStub(NewChannel(native_->ports().at(0)));
+  EXPECT_NE(TryPut(*plain).error_code(), grpc::StatusCode::OK);
+
+  st = TryPut(*trusted);
+  EXPECT_TRUE(st.ok()) << "the server serves on: " << st.error_message();
+}
+
+TEST_F(NativeRpcTlsTest, WithoutClientCertAuthAnyClientIsServed) {
+  StartNative(TlsOptions(/*client_cert_auth=*/false));
+  grpc::Status st = TryPut(*TlsKv(""));
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+// Writing to a TLS client that went away must end its connection, not the process (SIGPIPE
+// kills a process that writes to a closed socket without MSG_NOSIGNAL).
+TEST_F(NativeRpcTlsTest, ClientsLeavingDuringBigAnswersLeaveTheServerServing) {
+  StartNative(TlsOptions(/*client_cert_auth=*/false));
+  auto kv = TlsKv("");
+  for (int i = 0; i < 4; ++i) {
+    grpc::ClientContext ctx;
+    etcdserverpb::PutRequest req;
+    req.set_key("big/" + std::to_string(i));
+    req.set_value(std::string(1 << 20, 'x'));
+    etcdserverpb::PutResponse resp;
+    ASSERT_TRUE(kv->Put(&ctx, req, &resp).ok());
+  }
+  for (int round = 0; round < 20; ++round) {
+    auto leaving = TlsKv("");
+    grpc::ClientContext ctx;
+    etcdserverpb::RangeRequest req;
+    req.set_key("big/");
+    req.set_range_end("big0");
+    etcdserverpb::RangeResponse resp;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    leaving->async()->Range(&ctx, &req, &resp, [&](grpc::Status) {
+      std::lock_guard lock(mu);
+      done = true;
+      cv.notify_all();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(round % 5));
+    ctx.TryCancel();
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  grpc::Status st = TryPut(*kv);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+// Runs `command` in a shell; its standard output.
+std::string Output(const std::string& command) {
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+TEST_F(NativeRpcTlsTest, AnHttpsMetricsUrlServesHttp1EvenToClientsOfferingHttp2) {
+  NativeRpcOptions o = TlsOptions(/*client_cert_auth=*/true);
+  o.metrics_urls = {common::Url{"https", "127.0.0.1", 0}};
+  StartNative(o);
+  const std::string url = "https://127.0.0.1:" + std::to_string(native_->ports().at(1));
+  const std::string curl = "curl -s --max-time 10 --cacert " + certs_.Crt("ca");
+  // curl offers h2 by ALPN: the metrics URL does not take it, and answers over HTTP/1.1.
+  const std::string page =
+      Output(curl + " --cert " + certs_.Crt("client") + " --key " + certs_.Key("client") +
+             " -w 'HTTP %{http_version}' " + url + "/metrics");
+  EXPECT_NE(page.find("# TYPE etcd_server_has_leader gauge\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("HTTP 1.1"), std::string::npos) << page.substr(page.size() - 40);
+  // The client certificate settings hold there too.
+  EXPECT_EQ(Output(curl + " " + url + "/metrics").find("etcd_server_has_leader"),
+            std::string::npos);
+}
+
+TEST_F(NativeRpcTlsTest, UnusableTlsFilesAreRefusedAtStartWithTheSettingsName) {
+  NativeRpcOptions o = TlsOptions(true);
+  o.tls.cert_file = certs_.File("missing.crt");
+  auto n = NativeRpcServer::Start(*server_, o);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("client-transport-security.cert-file"), std::string::npos)
+      << n.status().message();
+
+  o = TlsOptions(true);
+  o.tls.key_file = certs_.Key("client");  // not the certificate's key
+  n = NativeRpcServer::Start(*server_, o);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("client-transport-security.key-file"), std::string::npos)
+      << n.status().message();
+}
+
+}  // namespace
+}  // namespace etcdw::client_api
