@@ -3,7 +3,10 @@
 #   1. installs the dependencies (Debian packages),
 #   2. builds the Release configuration (assertions kept) and runs every suite with ctest:
 #      unit, diff (against etcd 3.4.23) and e2e (etcdctl, command line, crash recovery),
-#   3. builds the unit tests under AddressSanitizer+UBSan and runs them.
+#   3. checks the sources: the allowed includes of each library (scripts/check-includes.sh), the
+#      formatting (scripts/check-format.sh) and clang-tidy on the files the last commit and the
+#      working tree changed (scripts/check-tidy.sh; ETCDW_TIDY_BASE=<commit> widens it);
+#   4. builds the unit tests under AddressSanitizer+UBSan and runs them.
 # Ends with one line "N passed, N failed". Exit status 0 only if everything passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +46,22 @@ else
   status=1
   total_fail=$((total_fail + 1))
 fi
+
+run_check() {  # <name> <command...>: one check, counted like a test
+  local name="$1"
+  shift
+  echo "== $name: $*"
+  if "$@"; then
+    total_pass=$((total_pass + 1))
+  else
+    echo "test.sh: $name failed" >&2
+    total_fail=$((total_fail + 1))
+    status=1
+  fi
+}
+run_check includes scripts/check-includes.sh
+run_check format scripts/check-format.sh
+run_check tidy scripts/check-tidy.sh ${ETCDW_TIDY_BASE:+"$ETCDW_TIDY_BASE"}
 
 if scripts/build.sh asan; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

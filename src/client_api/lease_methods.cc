@@ -1,5 +1,7 @@
 // etcdserverpb.Lease on the client API server: etcd's checks (learners refused, keepalives
 // renewed one at a time in order), the work done by EtcdServer.
+#include <absl/base/thread_annotations.h>
+
 #include <deque>
 #include <mutex>
 
@@ -42,9 +44,9 @@ class KeepAliveCall final : public StreamCall {
     member::EtcdServer& server;
     std::shared_ptr<StreamSink> sink;
     std::mutex mu;
-    std::deque<int64_t> waiting;  // under mu
-    bool busy = false;            // a renewal is in flight; under mu
-    bool half_closed = false;     // under mu
+    std::deque<int64_t> waiting ABSL_GUARDED_BY(mu);
+    bool busy ABSL_GUARDED_BY(mu) = false;  // a renewal is in flight
+    bool half_closed ABSL_GUARDED_BY(mu) = false;
 
     // Starts the first waiting renewal; `lock` holds mu and is released during the call.
     static void RenewNext(const std::shared_ptr<State>& self, std::unique_lock<std::mutex>& lock) {

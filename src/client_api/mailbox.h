@@ -1,6 +1,7 @@
 // How answers reach an event loop (rpc/event_loop.h) from the threads that produce them.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -44,9 +45,9 @@ struct Mailbox final : common::Wakeable, std::enable_shared_from_this<Mailbox> {
     std::vector<Accepted> connections;
   };
   std::mutex mu;
-  Contents in;  // under mu
-  int efd = -1;
-  std::thread::id loop_thread;
+  Contents in ABSL_GUARDED_BY(mu);
+  int efd = -1;                 // set before the loop starts
+  std::thread::id loop_thread;  // set before the loop starts
 
   ~Mailbox() override {
     if (efd >= 0) close(efd);

@@ -1,5 +1,6 @@
 #include "etcdw/client_api/native_rpc_server.h"
 
+#include <absl/base/thread_annotations.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -38,8 +39,8 @@ struct NativeRpcServer::Impl final : LoopHost {
   size_t next_loop = 0;  // loops[0]'s thread only
 
   std::mutex stop_mu;
-  bool stop_requested = false;                           // under stop_mu
-  std::chrono::steady_clock::time_point drain_deadline;  // under stop_mu
+  bool stop_requested ABSL_GUARDED_BY(stop_mu) = false;
+  std::chrono::steady_clock::time_point drain_deadline ABSL_GUARDED_BY(stop_mu);
 
   Impl(member::EtcdServer& s, const NativeRpcOptions& o) : LoopHost(s, o) {}
   ~Impl() override { CloseListeners(); }

@@ -3,6 +3,8 @@
 // HTTP/2 stream. A response counts as written once the transport took it (the client's
 // flow-control window admitted it), so a client that reads slowly fills its stream's queue and
 // its watchers fall back to catching up from history.
+#include <absl/base/thread_annotations.h>
+
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/member/watch_hub.h"
 #include "method_table.h"
@@ -53,7 +55,7 @@ class WatchOut final : public member::WatchSink {
   std::weak_ptr<member::WatchStream> stream_;
   std::shared_ptr<WatchOut> self_;  // until Finish
   std::mutex mu_;
-  std::optional<Status> end_;  // under mu_
+  std::optional<Status> end_ ABSL_GUARDED_BY(mu_);
 };
 
 class WatchCall final : public StreamCall {

@@ -29,6 +29,11 @@ bool StopRequest::WaitFor(std::chrono::milliseconds d) const {
   return cv_.wait_for(lock, d, [&] { return cancelled_.load(); });
 }
 
+bool StopRequest::WaitUntil(const Clock& clock, Clock::TimePoint deadline) const {
+  std::unique_lock lock(mu_);
+  return clock.WaitUntil(lock, cv_, deadline, [&] { return cancelled_.load(); });
+}
+
 int StopRequest::exit_code() const {
   std::lock_guard lock(mu_);
   return exit_code_;

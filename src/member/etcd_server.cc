@@ -1,19 +1,19 @@
+// EtcdServer (etcd_server.h): opening, starting and stopping the member, proposals and their
+// waits, the node's callbacks, and the periodic duties of the ticker thread. Each client API has
+// a file of its own: etcd_server_kv.cc, etcd_server_lease.cc, etcd_server_maintenance.cc,
+// etcd_server_cluster.cc, and etcd_server_leader_calls.cc for what only the leader answers.
 #include "etcdw/member/etcd_server.h"
 
 #include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
-#include <future>
 
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/thread_name.h"
-#include "etcdw/common/version.h"
 #include "etcdw/member/join.h"
 #include "etcdw/member/raft_node.h"
-#include "etcdw/mvcc/hash.h"
-#include "etcdw/mvcc/txn.h"
 
 namespace etcdw::member {
 
@@ -147,6 +147,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
 
   RaftNodeOptions no;
   no.member_id = s->local_id_;
+  no.clock = &clock;
   no.tick_interval = cfg.heartbeat_interval;
   no.election_ticks = static_cast<int>(cfg.election_timeout / cfg.heartbeat_interval);
   no.snapshot_count = cfg.snapshot_count;
@@ -342,17 +343,6 @@ void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
   }
 }
 
-template <typename Resp>
-void EtcdServer::ProposeFor(internalpb::Request req, Reply<Resp> reply) {
-  Propose(std::move(req), [reply = std::move(reply)](ApplyResult r) {
-    if (!r.status.ok()) {
-      reply(r.status);
-    } else {
-      reply(std::move(*static_cast<Resp*>(r.response.get())));
-    }
-  });
-}
-
 bool EtcdServer::OverQuota(int64_t cost, std::function<void(Status)> reply) {
   if (quota_->Available(cost)) return false;
   // As etcd's quota check, the member that finds its own store full raises the alarm in its
@@ -382,429 +372,6 @@ void EtcdServer::RaiseNoSpaceAlarm() {
   a->set_memberid(member_id());
   a->set_alarm(etcdserverpb::NOSPACE);
   Propose(std::move(req), [](ApplyResult) {});
-}
-
-// ---------------------------------------------------------------------------------------------
-// KV
-
-void EtcdServer::Range(const etcdserverpb::RangeRequest& r,
-                       Reply<etcdserverpb::RangeResponse> reply) {
-  if (Status st = mvcc::CheckRangeRequest(r); !st.ok()) return reply(st);
-  auto serve = [this, &r, reply](Status st) {
-    if (!st.ok()) return reply(st);
-    auto view = kv_->NewReadView();
-    metrics_.CountRange();
-    reply(mvcc::ExecuteRange(*view, r));
-  };
-  if (r.serializable() || node_->CanReadLocally()) return serve(Status::Ok());
-  // Confirmed on the node's thread; the read itself runs on a read thread.
-  node_->ReadIndex([this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
-}
-
-void EtcdServer::Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply) {
-  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
-  if (Status st = mvcc::CheckPutRequest(r); !st.ok()) return reply(st);
-  internalpb::Request req;
-  *req.mutable_put() = r;
-  ProposeFor(std::move(req), std::move(reply));
-}
-
-void EtcdServer::DeleteRange(const etcdserverpb::DeleteRangeRequest& r,
-                             Reply<etcdserverpb::DeleteRangeResponse> reply) {
-  if (Status st = mvcc::CheckDeleteRequest(r); !st.ok()) return reply(st);
-  internalpb::Request req;
-  *req.mutable_delete_range() = r;
-  ProposeFor(std::move(req), std::move(reply));
-}
-
-void EtcdServer::Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnResponse> reply) {
-  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
-  if (Status st = mvcc::CheckTxnRequest(r, static_cast<int64_t>(cfg_.max_txn_ops)); !st.ok()) {
-    return reply(st);
-  }
-  if (mvcc::IsTxnReadOnly(r)) {
-    // Read-only transactions are not proposed: served like a Range.
-    auto serve = [this, &r, reply](Status st) {
-      if (!st.ok()) return reply(st);
-      auto view = kv_->NewReadView();
-      Result<etcdserverpb::TxnResponse> resp = mvcc::ExecuteReadTxn(*view, r);
-      if (resp.ok()) metrics_.CountTxn(r, *resp, /*read_only=*/true);
-      reply(std::move(resp));
-    };
-    if (mvcc::IsTxnSerializable(r) || node_->CanReadLocally()) return serve(Status::Ok());
-    return node_->ReadIndex(
-        [this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
-  }
-  internalpb::Request req;
-  *req.mutable_txn() = r;
-  ProposeFor(std::move(req), std::move(reply));
-}
-
-void EtcdServer::Compact(const etcdserverpb::CompactionRequest& r,
-                         Reply<etcdserverpb::CompactionResponse> reply) {
-  internalpb::Request req;
-  *req.mutable_compaction() = r;
-  bool physical = r.physical();
-  Propose(std::move(req), [this, physical, reply = std::move(reply)](ApplyResult ar) {
-    if (!ar.status.ok()) return reply(ar.status);
-    auto resp = std::move(*static_cast<etcdserverpb::CompactionResponse*>(ar.response.get()));
-    if (!physical) {
-      resp.mutable_header()->set_revision(kv_->Rev());
-      return reply(std::move(resp));
-    }
-    // Wait for the deletion off the apply thread.
-    int64_t rev = ar.compaction;
-    tasks_->Submit([this, rev, resp = std::move(resp), reply]() mutable {
-      Status st = compactor_->WaitFinished(rev);
-      if (st.code() == Code::kUnavailable) return reply(errors::Stopped());
-      if (!st.ok()) return reply(st);
-      resp.mutable_header()->set_revision(kv_->Rev());
-      reply(std::move(resp));
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Lease
-
-void EtcdServer::LeaseGrant(const etcdserverpb::LeaseGrantRequest& r,
-                            Reply<etcdserverpb::LeaseGrantResponse> reply) {
-  if (OverQuota(Quota::Cost(r), [reply](Status st) { reply(std::move(st)); })) return;
-  internalpb::Request req;
-  *req.mutable_lease_grant() = r;
-  while (req.lease_grant().id() == 0) {
-    // The server picks a positive ID.
-    req.mutable_lease_grant()->set_id(
-        static_cast<int64_t>(++next_request_id_ & ((uint64_t{1} << 63) - 1)));
-  }
-  ProposeFor(std::move(req), std::move(reply));
-}
-
-void EtcdServer::LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
-                             Reply<etcdserverpb::LeaseRevokeResponse> reply) {
-  internalpb::Request req;
-  *req.mutable_lease_revoke() = r;
-  ProposeFor(std::move(req), std::move(reply));
-}
-
-etcdserverpb::LeaseLeasesResponse EtcdServer::LeaseLeases() {
-  etcdserverpb::LeaseLeasesResponse resp;
-  for (int64_t id : lessor_->IdsByExpiry()) resp.add_leases()->set_id(id);
-  FillHeader(resp.mutable_header());
-  return resp;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Maintenance
-
-void EtcdServer::Alarm(const etcdserverpb::AlarmRequest& r,
-                       Reply<etcdserverpb::AlarmResponse> reply) {
-  internalpb::Request req;
-  *req.mutable_alarm() = r;
-  ProposeFor(std::move(req), std::move(reply));
-}
-
-etcdserverpb::StatusResponse EtcdServer::StatusInfo() {
-  etcdserverpb::StatusResponse resp;
-  FillHeader(resp.mutable_header());
-  resp.set_version(kEtcdVersion);
-  resp.set_dbsize(static_cast<int64_t>(engine_->SizeOnDisk()));
-  resp.set_dbsizeinuse(static_cast<int64_t>(engine_->SizeInUse()));
-  resp.set_leader(node_->Leader());
-  resp.set_raftindex(node_->CommitIndex());
-  resp.set_raftterm(node_->Term());
-  resp.set_raftappliedindex(node_->AppliedIndex());
-  resp.set_islearner(IsLearner());
-  for (const auto& a : alarms_->Get(etcdserverpb::NONE)) {
-    // The Go text form of the AlarmMember message, as etcd reports it.
-    resp.add_errors("memberID:" + std::to_string(a.memberid()) +
-                    " alarm:" + etcdserverpb::AlarmType_Name(a.alarm()) + " ");
-  }
-  return resp;
-}
-
-void EtcdServer::Defragment(Reply<etcdserverpb::DefragmentResponse> reply) {
-  tasks_->Submit([this, reply] {
-    log::Info("defragmenting", {log::F("size-before", engine_->SizeOnDisk())});
-    Status st = engine_->CompactAll();
-    quota_->Refresh();
-    if (!st.ok()) return reply(st);
-    log::Info("defragmented", {log::F("size-after", engine_->SizeOnDisk())});
-    etcdserverpb::DefragmentResponse resp;
-    FillHeader(resp.mutable_header());
-    reply(std::move(resp));
-  });
-}
-
-void EtcdServer::Hash(Reply<etcdserverpb::HashResponse> reply) {
-  tasks_->Submit([this, reply] {
-    auto h = mvcc::HashAll(*engine_);
-    if (!h.ok()) return reply(h.status());
-    etcdserverpb::HashResponse resp;
-    resp.set_hash(h.value());
-    FillHeader(resp.mutable_header());
-    reply(std::move(resp));
-  });
-}
-
-void EtcdServer::HashKV(const etcdserverpb::HashKVRequest& r,
-                        Reply<etcdserverpb::HashKVResponse> reply) {
-  int64_t rev = r.revision();
-  tasks_->Submit([this, rev, reply] {
-    auto h = mvcc::HashKV(*kv_, rev);
-    if (!h.ok()) return reply(h.status());
-    etcdserverpb::HashKVResponse resp;
-    resp.set_hash(h->hash);
-    resp.set_compact_revision(h->compact_rev);
-    resp.mutable_header()->set_revision(h->rev);
-    FillHeader(resp.mutable_header());
-    reply(std::move(resp));
-  });
-}
-
-void EtcdServer::OpenSnapshot(
-    Reply<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> reply) {
-  auto writer = std::make_shared<mvcc::SnapshotWriter>(*engine_);
-  tasks_->Submit([writer, reply] {
-    auto size = writer->TotalSize();
-    if (!size.ok()) return reply(size.status());
-    reply(std::make_pair(writer, size.value()));
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cluster
-
-void EtcdServer::FillClusterHeader(etcdserverpb::ResponseHeader* h) const {
-  h->set_cluster_id(membership_.cluster_id());
-  h->set_member_id(local_id_);
-  h->set_raft_term(node_->Term());
-}
-
-etcdserverpb::MemberListResponse EtcdServer::MemberList() {
-  etcdserverpb::MemberListResponse resp;
-  membership_.Fill(&resp);
-  // etcd's cluster service header carries no revision.
-  FillClusterHeader(resp.mutable_header());
-  return resp;
-}
-
-void EtcdServer::MemberList(const etcdserverpb::MemberListRequest& r,
-                            Reply<etcdserverpb::MemberListResponse> reply) {
-  if (!r.linearizable() || node_->CanReadLocally()) return reply(MemberList());
-  node_->ReadIndex([this, reply](Status st) {
-    if (!st.ok()) return reply(st);
-    reply(MemberList());
-  });
-}
-
-bool EtcdServer::IsLearner() const {
-  auto m = membership_.Get(local_id_);
-  return m && m->is_learner;
-}
-
-std::chrono::milliseconds EtcdServer::RequestTimeout() const {
-  return std::chrono::milliseconds(5000) + 2 * cfg_.election_timeout;
-}
-
-void EtcdServer::ProposeConfChange(raftpb::ConfChange cc, ApplyCallback done) {
-  uint64_t id = ++next_request_id_;
-  cc.set_id(id);
-  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
-  Status st = node_->ProposeConfChange(cc);
-  if (!st.ok()) waits_.Trigger(id, ApplyResult{st, nullptr, 0});
-}
-
-bool EtcdServer::ReadyToAddVoter() const {
-  // etcd: after adding, the started voters must still be a quorum (a 1-member cluster may
-  // always grow to 2, for restoring data).
-  size_t members = membership_.VoterCount() + 1;
-  size_t started = membership_.StartedVoterCount();
-  if (started == 1 && members == 2) return true;
-  return started >= members / 2 + 1;
-}
-
-bool EtcdServer::ReadyToRemoveVoter(uint64_t id) const {
-  size_t members = 0, started = 0;
-  for (const cluster::Member& m : membership_.List()) {
-    if (m.is_learner || m.id == id) continue;
-    ++members;
-    if (!m.name.empty()) ++started;
-  }
-  return started >= members / 2 + 1;
-}
-
-namespace {
-template <typename Resp>
-void ReplyMembers(const ApplyResult& r, Reply<Resp>& reply, EtcdServer& s,
-                  const std::function<void(Resp&)>& extra = nullptr) {
-  if (!r.status.ok()) return reply(r.status);
-  Resp resp;
-  const auto& list = *static_cast<etcdserverpb::MemberListResponse*>(r.response.get());
-  *resp.mutable_members() = list.members();
-  if (extra) extra(resp);
-  s.FillClusterHeader(resp.mutable_header());
-  reply(std::move(resp));
-}
-}  // namespace
-
-void EtcdServer::MemberAdd(const etcdserverpb::MemberAddRequest& r,
-                           Reply<etcdserverpb::MemberAddResponse> reply) {
-  cluster::Member m;
-  for (const auto& u : r.peerurls()) {
-    auto url = common::ParseUrl(u);
-    if (!url.ok()) return reply(errors::MemberBadURLs());
-    m.peer_urls.push_back(url->ToString());
-  }
-  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
-  m.is_learner = r.islearner();
-  if (!m.is_learner && !ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
-  auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
-  m.id = cluster::ComputeMemberId(m.peer_urls, "", now);
-  raftpb::ConfChange cc;
-  cc.set_type(m.is_learner ? raftpb::CONF_CHANGE_ADD_LEARNER_NODE : raftpb::CONF_CHANGE_ADD_NODE);
-  cc.set_node_id(m.id);
-  cc.set_context(m.Serialize());
-  ProposeConfChange(cc, [this, m, reply](ApplyResult ar) mutable {
-    ReplyMembers<etcdserverpb::MemberAddResponse>(ar, reply, *this, [&](auto& resp) {
-      auto* added = resp.mutable_member();
-      added->set_id(m.id);
-      for (const auto& u : m.peer_urls) added->add_peerurls(u);
-      added->set_islearner(m.is_learner);
-    });
-  });
-}
-
-void EtcdServer::MemberRemove(const etcdserverpb::MemberRemoveRequest& r,
-                              Reply<etcdserverpb::MemberRemoveResponse> reply) {
-  auto m = membership_.Get(r.id());
-  if (m && !m->is_learner && !ReadyToRemoveVoter(r.id())) {
-    return reply(errors::MemberNotEnoughStarted());
-  }
-  raftpb::ConfChange cc;
-  cc.set_type(raftpb::CONF_CHANGE_REMOVE_NODE);
-  cc.set_node_id(r.id());
-  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
-    ReplyMembers<etcdserverpb::MemberRemoveResponse>(ar, reply, *this);
-  });
-}
-
-void EtcdServer::MemberUpdate(const etcdserverpb::MemberUpdateRequest& r,
-                              Reply<etcdserverpb::MemberUpdateResponse> reply) {
-  cluster::Member m;
-  m.id = r.id();
-  for (const auto& u : r.peerurls()) {
-    auto url = common::ParseUrl(u);
-    if (!url.ok()) return reply(errors::MemberBadURLs());
-    m.peer_urls.push_back(url->ToString());
-  }
-  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
-  raftpb::ConfChange cc;
-  cc.set_type(raftpb::CONF_CHANGE_UPDATE_NODE);
-  cc.set_node_id(r.id());
-  cc.set_context(m.Serialize());
-  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
-    ReplyMembers<etcdserverpb::MemberUpdateResponse>(ar, reply, *this);
-  });
-}
-
-void EtcdServer::PromoteAsLeader(const etcdserverpb::MemberPromoteRequest& r,
-                                 Reply<etcdserverpb::MemberPromoteResponse> reply) {
-  // Only the leader knows how far the learner has caught up.
-  if (!node_->IsLeader()) return reply(errors::NotLeader());
-  auto m = membership_.Get(r.id());
-  if (m && m->is_learner) {
-    auto learner = node_->MatchIndex(r.id());
-    auto leader = node_->MatchIndex(local_id_);
-    // etcd: the learner must have at least 90% of the leader's log.
-    if (!learner || !leader || static_cast<double>(*learner) < static_cast<double>(*leader) * 0.9) {
-      return reply(errors::LearnerNotReady());
-    }
-    if (!ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
-  }
-  raftpb::ConfChange cc;
-  cc.set_type(raftpb::CONF_CHANGE_ADD_NODE);  // without a record: a promotion
-  cc.set_node_id(r.id());
-  ProposeConfChange(cc, [this, reply](ApplyResult ar) mutable {
-    ReplyMembers<etcdserverpb::MemberPromoteResponse>(ar, reply, *this);
-  });
-}
-
-void EtcdServer::MoveLeader(const etcdserverpb::MoveLeaderRequest& r,
-                            Reply<etcdserverpb::MoveLeaderResponse> reply) {
-  if (!node_->IsLeader()) return reply(errors::NotLeader());
-  auto target = membership_.Get(r.targetid());
-  if (!target || target->is_learner) return reply(errors::BadLeaderTransferee());
-  if (r.targetid() == local_id_) {
-    etcdserverpb::MoveLeaderResponse resp;
-    FillHeader(resp.mutable_header());
-    return reply(std::move(resp));
-  }
-  node_->TransferLeadership(r.targetid(), RequestTimeout(), [this, reply](Status st) {
-    if (!st.ok()) return reply(st);
-    etcdserverpb::MoveLeaderResponse resp;
-    FillHeader(resp.mutable_header());
-    reply(std::move(resp));
-  });
-}
-
-void EtcdServer::TransferLeadershipForStop(std::chrono::milliseconds timeout) {
-  if (!node_->IsLeader()) return;
-  // The voter that has the most of the log takes over.
-  uint64_t best = 0, best_match = 0;
-  for (const cluster::Member& m : membership_.List()) {
-    if (m.id == local_id_ || m.is_learner) continue;
-    uint64_t match = node_->MatchIndex(m.id).value_or(0);
-    if (best == 0 || match > best_match) {
-      best = m.id;
-      best_match = match;
-    }
-  }
-  if (best == 0) return;
-  auto done = std::make_shared<std::promise<Status>>();
-  auto f = done->get_future();
-  node_->TransferLeadership(best, timeout, [done](Status st) { done->set_value(st); });
-  Status st = f.get();
-  if (st.ok()) {
-    log::Info("leadership transferred before stopping", {log::Hex("to", best)});
-  } else {
-    log::Warn("leadership transfer before stopping failed", {log::F("error", st)});
-  }
-}
-
-bool EtcdServer::Published() const {
-  auto self = membership_.Get(local_id_);
-  if (!self) return false;
-  std::vector<std::string> urls;
-  for (const auto& u : cfg_.advertise_client_urls) urls.push_back(u.ToString());
-  return self->name == cfg_.name && self->client_urls == urls;
-}
-
-void EtcdServer::MaybePublishAttributes() {
-  if (node_->Leader() == 0 || Published()) return;
-  std::vector<std::string> urls;
-  for (const auto& u : cfg_.advertise_client_urls) urls.push_back(u.ToString());
-  // One attempt at a time (ticker and Start may both call); next_publish_ is only touched by
-  // the thread that set publishing_.
-  bool idle = false;
-  if (!publishing_.compare_exchange_strong(idle, true)) return;
-  auto now = clock_.Now();
-  if (now < next_publish_ && started_.load()) {
-    publishing_ = false;
-    return;
-  }
-  next_publish_ = now + std::chrono::seconds(1);
-  internalpb::Request req;
-  auto* a = req.mutable_member_attributes();
-  a->set_id(local_id_);
-  a->set_name(cfg_.name);
-  for (const auto& u : urls) a->add_client_urls(u);
-  Propose(std::move(req), [this](ApplyResult r) {
-    publishing_ = false;
-    if (r.status.ok()) log::Info("published member attributes", {log::F("name", cfg_.name)});
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -861,7 +428,9 @@ void EtcdServer::RunPeriodicDuties() {
 void EtcdServer::TickerLoop() {
   std::unique_lock lock(ticker_mu_);
   while (!ticker_stop_) {
-    ticker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    // Every 100 ms of the member's clock (a ManualClock in tests runs the duties as it advances).
+    clock_.WaitUntil(lock, ticker_cv_, clock_.Now() + std::chrono::milliseconds(100),
+                     [&] { return ticker_stop_; });
     if (ticker_stop_) break;
     lock.unlock();
     RunPeriodicDuties();

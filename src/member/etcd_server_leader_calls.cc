@@ -14,8 +14,6 @@ namespace etcdw::member {
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
 // Whether a failed call is worth another attempt: the leader changed (NotLeader from the old
 // one) or the transport lost the connection. Errors the leader answered with carry etcd's
 // "etcdserver: " prefix and go back to the client as they are.
@@ -46,8 +44,8 @@ void EtcdServer::LeaseRenew(int64_t id, Reply<int64_t> reply) {
   if (r.status() != errors::NotLeader()) return reply(r.status());
   etcdserverpb::LeaseKeepAliveRequest req;
   req.set_id(id);
-  CallLeader(PeerMethod::kLeaseRenew, req.SerializeAsString(),
-             SteadyClock::now() + RequestTimeout(), [reply](Result<std::string> answer) {
+  CallLeader(PeerMethod::kLeaseRenew, req.SerializeAsString(), clock_.Now() + RequestTimeout(),
+             [reply](Result<std::string> answer) {
                auto resp = ParseAnswer<etcdserverpb::LeaseKeepAliveResponse>(answer, "renew");
                if (!resp.ok()) return reply(resp.status());
                reply(resp->ttl());
@@ -82,8 +80,8 @@ void EtcdServer::LeaseTimeToLive(const etcdserverpb::LeaseTimeToLiveRequest& r,
     FillHeader(resp.mutable_header());
     return reply(std::move(resp));
   }
-  CallLeader(PeerMethod::kLeaseTimeToLive, r.SerializeAsString(),
-             SteadyClock::now() + RequestTimeout(), [this, reply](Result<std::string> answer) {
+  CallLeader(PeerMethod::kLeaseTimeToLive, r.SerializeAsString(), clock_.Now() + RequestTimeout(),
+             [this, reply](Result<std::string> answer) {
                auto resp = ParseAnswer<etcdserverpb::LeaseTimeToLiveResponse>(answer, "ttl");
                if (!resp.ok()) return reply(resp.status());
                // As etcd, the header is this member's.
@@ -98,8 +96,8 @@ void EtcdServer::LeaseTimeToLive(const etcdserverpb::LeaseTimeToLiveRequest& r,
 void EtcdServer::MemberPromote(const etcdserverpb::MemberPromoteRequest& r,
                                Reply<etcdserverpb::MemberPromoteResponse> reply) {
   if (node_->IsLeader()) return PromoteAsLeader(r, std::move(reply));
-  CallLeader(PeerMethod::kMemberPromote, r.SerializeAsString(),
-             SteadyClock::now() + RequestTimeout(), [this, reply](Result<std::string> answer) {
+  CallLeader(PeerMethod::kMemberPromote, r.SerializeAsString(), clock_.Now() + RequestTimeout(),
+             [this, reply](Result<std::string> answer) {
                auto resp = ParseAnswer<etcdserverpb::MemberPromoteResponse>(answer, "promote");
                if (!resp.ok()) return reply(resp.status());
                FillClusterHeader(resp->mutable_header());
@@ -119,10 +117,10 @@ std::string EtcdServer::ClusterInfo() const {
 // Calls to the leader
 
 void EtcdServer::CallLeader(PeerMethod method, std::string payload,
-                            SteadyClock::time_point deadline,
+                            common::Clock::TimePoint deadline,
                             std::function<void(Result<std::string>)> done) {
   if (stopped_.load()) return done(errors::Stopped());
-  auto now = SteadyClock::now();
+  auto now = clock_.Now();
   if (now >= deadline) {
     return done(node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout());
   }

@@ -17,86 +17,17 @@
 #include "etcdw/member/raft_log_storage.h"
 #include "etcdw/mvcc/snapshot.h"
 #include "etcdw/storage/meta_records.h"
+#include "snapshot_transfer.h"
 
 namespace etcdw::member {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The node whose wake-ups this thread's CallerStep defers, and whether one was deferred.
 thread_local RaftNode* t_deferring = nullptr;
 thread_local bool t_deferred = false;
 
 constexpr auto kReadRetry = std::chrono::milliseconds(500);
-
-// A received snapshot's bytes, staged in a file that becomes visible only when complete.
-class FileSink final : public peer_transport::SnapshotSink {
- public:
-  explicit FileSink(std::string path) : path_(std::move(path)) {
-    fd_ = ::open((path_ + ".part").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  }
-  ~FileSink() override {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      ::unlink((path_ + ".part").c_str());
-    }
-  }
-  Status Write(std::string_view chunk) override {
-    if (fd_ < 0) return Unavailable("cannot create " + path_ + ".part: " + std::strerror(errno));
-    while (!chunk.empty()) {
-      ssize_t n = ::write(fd_, chunk.data(), chunk.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Unavailable("write " + path_ + ".part: " + std::strerror(errno));
-      }
-      chunk.remove_prefix(static_cast<size_t>(n));
-    }
-    return Status::Ok();
-  }
-  Status Finish() override {
-    if (fd_ < 0) return Unavailable("cannot create " + path_ + ".part");
-    if (::fsync(fd_) != 0) return Unavailable("fsync " + path_ + ".part: " + std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
-    ETCDW_RETURN_IF_ERROR(mvcc::VerifySnapshotFile(path_ + ".part"));
-    if (::rename((path_ + ".part").c_str(), path_.c_str()) != 0) {
-      return Unavailable("rename " + path_ + ": " + std::strerror(errno));
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
-
-// A snapshot to send: the state as of construction (a pinned storage snapshot), handed out in
-// chunks of at most max_bytes (the writer produces whole records, which may be larger).
-class WriterSource final : public peer_transport::SnapshotSource {
- public:
-  explicit WriterSource(const storage::Engine& e) : writer_(e) {}
-  Result<bool> Next(std::string& out, size_t max_bytes) override {
-    while (!done_ && buf_.size() - pos_ < max_bytes) {
-      if (pos_ > 0) {
-        buf_.erase(0, pos_);
-        pos_ = 0;
-      }
-      ETCDW_ASSIGN_OR_RETURN(bool more, writer_.Next(buf_, max_bytes));
-      done_ = !more;
-    }
-    size_t n = std::min(max_bytes, buf_.size() - pos_);
-    out.append(buf_, pos_, n);
-    pos_ += n;
-    return !(done_ && pos_ == buf_.size());
-  }
-
- private:
-  mvcc::SnapshotWriter writer_;
-  std::string buf_;
-  size_t pos_ = 0;
-  bool done_ = false;
-};
 
 std::string EncodeIndexTerm(uint64_t index, uint64_t term) {
   return storage::EncodeFixed64BE(index) + storage::EncodeFixed64BE(term);
@@ -160,7 +91,8 @@ Status RaftNode::Start() {
   c.max_inflight_msgs = opts_.max_inflight_msgs;
   c.check_quorum = true;
   c.pre_vote = opts_.pre_vote;
-  c.seed = std::random_device{}() ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  c.seed = std::random_device{}() ^
+           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   try {
     raw_ = std::make_unique<raft::RawNode>(c);
     if (log_.LastIndex() == 0 && !opts_.bootstrap_members.empty()) {
@@ -324,7 +256,7 @@ void RaftNode::OnSnapshotSent(uint64_t peer, bool ok) {
 
 std::unique_ptr<peer_transport::SnapshotSink> RaftNode::OnSnapshot(const raftpb::Message& m) {
   if (opts_.snapshot_dir.empty()) return nullptr;
-  return std::make_unique<FileSink>(SnapshotPath(m.snapshot().metadata().index()));
+  return std::make_unique<SnapshotFileSink>(SnapshotPath(m.snapshot().metadata().index()));
 }
 
 void RaftNode::OnSnapshotReceived(raftpb::Message m) { OnMessage(std::move(m)); }
@@ -346,19 +278,21 @@ void RaftNode::ApplyConfChange(const raftpb::ConfChange& cc) {
 // The loop
 
 void RaftNode::Loop() {
-  auto next_tick = Clock::now() + opts_.tick_interval;
+  const common::Clock& clock = *opts_.clock;
+  auto next_tick = clock.Now() + opts_.tick_interval;
   while (true) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait_until(lock, next_tick,
-                     [&] { return stopping_ || !inbox_.empty() || !read_waiters_.empty(); });
+      clock.WaitUntil(lock, cv_, next_tick,
+                      [&] { return stopping_ || !inbox_.empty() || !read_waiters_.empty(); });
       if (stopping_) break;
     }
     std::lock_guard step(step_mu_);
-    const bool tick = Clock::now() >= next_tick;
+    const auto now = clock.Now();
+    const bool tick = now >= next_tick;
     if (tick) {
       next_tick += opts_.tick_interval;
-      if (next_tick < Clock::now()) next_tick = Clock::now() + opts_.tick_interval;
+      if (next_tick < now) next_tick = now + opts_.tick_interval;
     }
     if (!Step(tick)) break;
   }
@@ -400,7 +334,7 @@ bool RaftNode::Step(bool tick) {
         } break;
         case Event::kPropose:
           if (!raw_->Propose(e.data).ok())
-            unsent_props_.emplace_back(std::move(e.data), Clock::now());
+            unsent_props_.emplace_back(std::move(e.data), opts_.clock->Now());
           break;
         case Event::kConfChange:
           if (!raw_->ProposeConfChange(e.cc).ok()) {
@@ -417,8 +351,9 @@ bool RaftNode::Step(bool tick) {
           break;
         case Event::kTransfer:
           raw_->TransferLeader(e.peer);
-          transfers_.push_back(
-              {e.peer, Clock::now() + std::chrono::milliseconds(e.msg.index()), std::move(e.done)});
+          transfers_.push_back({e.peer,
+                                opts_.clock->Now() + std::chrono::milliseconds(e.msg.index()),
+                                std::move(e.done)});
           break;
       }
     }
@@ -515,7 +450,7 @@ void RaftNode::SendMessages(std::vector<raftpb::Message>& msgs) {
     if (m.type() == raftpb::MSG_SNAP) {
       // The state as of now (nothing is applied between Raft choosing the snapshot point and
       // this call), streamed by the transport.
-      transport_->SendSnapshot(std::move(m), std::make_unique<WriterSource>(engine_));
+      transport_->SendSnapshot(std::move(m), std::make_unique<StateSnapshotSource>(engine_));
     } else {
       plain.push_back(std::move(m));
     }
@@ -574,7 +509,7 @@ void RaftNode::MaybeStartReadRound() {
   round.ctx = storage::EncodeFixed64BE(opts_.member_id) + storage::EncodeFixed64BE(++read_seq_);
   round.waiters = std::move(next_round_);
   next_round_.clear();
-  round.sent = round.first = Clock::now();
+  round.sent = round.first = opts_.clock->Now();
   raw_->ReadIndex(round.ctx);
   read_round_ = std::move(round);
 }
@@ -594,7 +529,7 @@ void RaftNode::ServeReads(const std::vector<raft::ReadState>& states) {
 }
 
 void RaftNode::ExpireWaits() {
-  auto now = Clock::now();
+  auto now = opts_.clock->Now();
   if (read_round_ && now - read_round_->sent >= kReadRetry) {
     if (now - read_round_->first >= RequestTimeout()) {
       for (auto& w : read_round_->waiters) w(errors::Timeout());

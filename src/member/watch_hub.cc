@@ -11,6 +11,7 @@ namespace etcdw::member {
 
 using etcdserverpb::WatchResponse;
 
+// Guarded by the hub's mutex, like the registries that hold it.
 struct Watcher {
   uint64_t serial = 0;  // unique for the hub's lifetime (identifies it across unlocked work)
   int64_t id = 0;

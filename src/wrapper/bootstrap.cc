@@ -8,7 +8,6 @@
 namespace etcdw::wrapper {
 
 namespace log = etcdw::log;
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
@@ -19,7 +18,8 @@ Status Canceled() { return Status(Code::kCanceled, "stop requested during bootst
 
 Status RunInitialization(SidecarClient& sidecar, const BootstrapOptions& options,
                          const common::StopRequest& stop) {
-  const auto start = Clock::now();
+  const common::Clock& clock = *options.clock;
+  const auto start = clock.Now();
   milliseconds backoff = options.poll_interval;
   InitState last_state = InitState::kInProgress;
   bool have_last_state = false;  // false after an error: log the next status again
@@ -55,7 +55,7 @@ Status RunInitialization(SidecarClient& sidecar, const BootstrapOptions& options
       if (*state == InitState::kSuccessful) {
         log::Info("etcd initialization succeeded",
                   {log::F("took", common::FormatGoDuration(std::chrono::duration_cast<milliseconds>(
-                                      Clock::now() - start)))});
+                                      clock.Now() - start)))});
         return Status::Ok();
       }
       if (*state == InitState::kNew) {
@@ -67,14 +67,14 @@ Status RunInitialization(SidecarClient& sidecar, const BootstrapOptions& options
         }
       }
     }
-    if (options.timeout.count() > 0 && Clock::now() + wait - start > options.timeout) {
+    if (options.timeout.count() > 0 && clock.Now() + wait - start > options.timeout) {
       std::string why = state.ok() ? std::string("last status ") + InitStateName(*state)
                                    : state.status().message();
       return Status(Code::kDeadlineExceeded,
                     "the sidecar did not report a successful initialisation within " +
                         common::FormatGoDuration(options.timeout) + " (" + why + ")");
     }
-    if (stop.WaitFor(wait)) return Canceled();
+    if (stop.WaitUntil(clock, clock.Now() + wait)) return Canceled();
   }
 }
 
@@ -90,7 +90,8 @@ Result<std::string> FetchConfig(SidecarClient& sidecar, const BootstrapOptions& 
     log::Info("re-attempting operation",
               {log::F("operation", "GetEtcdConfig"), log::F("current-attempt", attempt),
                log::F("error", last.message())});
-    if (attempt + 1 < options.config_attempts && stop.WaitFor(options.config_retry_interval)) {
+    if (attempt + 1 < options.config_attempts &&
+        stop.WaitUntil(*options.clock, options.clock->Now() + options.config_retry_interval)) {
       return Canceled();
     }
   }

@@ -1,5 +1,6 @@
 #include "etcdw/wrapper/readiness.h"
 
+#include <absl/base/thread_annotations.h>
 #include <grpcpp/grpcpp.h>
 
 #include <fstream>
@@ -12,7 +13,6 @@
 namespace etcdw::wrapper {
 
 namespace log = etcdw::log;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -27,8 +27,6 @@ Result<std::string> ReadPem(const std::string& what, const std::string& path) {
   return ss.str();
 }
 
-int64_t NowNanos() { return Clock::now().time_since_epoch().count(); }
-
 }  // namespace
 
 class ReadinessProbe::Impl {
@@ -38,7 +36,7 @@ class ReadinessProbe::Impl {
 
   void Run() {
     while (true) {
-      auto started = Clock::now();
+      auto started = clock_.Now();
       pending_since_.store(NowNanos());
       std::string error = Check();
       pending_since_.store(0);
@@ -51,7 +49,7 @@ class ReadinessProbe::Impl {
       }
       last_error_ = error;
       std::unique_lock lock(mu_);
-      if (cv_.wait_until(lock, started + opts_.interval, [&] { return stopping_; })) return;
+      if (clock_.WaitUntil(lock, cv_, started + opts_.interval, [&] { return stopping_; })) return;
     }
   }
 
@@ -76,6 +74,9 @@ class ReadinessProbe::Impl {
   std::thread thread_;
 
  private:
+  // Never 0 (the value meaning "no check pending"): a steady clock is far from its epoch.
+  int64_t NowNanos() const { return clock_.Now().time_since_epoch().count(); }
+
   // An empty string on success, else what failed.
   std::string Check() {
     grpc::ClientContext ctx;
@@ -98,15 +99,16 @@ class ReadinessProbe::Impl {
   }
 
   ReadinessOptions opts_;
+  const common::Clock& clock_ = *opts_.clock;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::shared_ptr<grpc::Channel> channel_;
   std::atomic<bool> ok_{false};
-  std::atomic<int64_t> pending_since_{0};
-  std::string last_error_;
+  std::atomic<int64_t> pending_since_{0};  // clock nanoseconds; 0: no check pending
+  std::string last_error_;                 // the checking thread's
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  grpc::ClientContext* current_ = nullptr;  // the pending check, guarded by mu_
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* current_ ABSL_GUARDED_BY(mu_) = nullptr;  // the pending check
 };
 
 Result<std::unique_ptr<ReadinessProbe>> ReadinessProbe::Start(const ReadinessOptions& o) {

@@ -30,6 +30,11 @@ void FakeSidecar::SetConfig(int status, std::string body) {
   config_body_ = std::move(body);
 }
 
+void FakeSidecar::SetStatusFailure(int http_status) {
+  std::lock_guard lock(mu_);
+  status_failure_ = http_status;
+}
+
 std::vector<std::string> FakeSidecar::calls() const {
   std::lock_guard lock(mu_);
   return calls_;
@@ -54,7 +59,10 @@ std::vector<std::string> FakeSidecar::StartModes() const {
 common::HttpResponse FakeSidecar::Handle(const common::HttpRequest& r) {
   std::lock_guard lock(mu_);
   common::HttpResponse resp;
-  if (r.path == "/initialization/status") {
+  if (r.path == "/initialization/status" && status_failure_ != 0) {
+    resp.status = status_failure_;
+    calls_.push_back("status:HTTP " + std::to_string(status_failure_));
+  } else if (r.path == "/initialization/status") {
     if (state_ == "Progress" && progress_left_-- <= 0) state_ = pending_result_;
     resp.body = state_;
     calls_.push_back("status:" + state_);

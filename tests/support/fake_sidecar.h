@@ -31,6 +31,9 @@ class FakeSidecar {
   // Queue outcomes for the next triggers (a trigger without a queued outcome succeeds).
   void AddOutcome(Outcome o);
   void SetConfig(int status, std::string body);
+  // Answer status polls with this HTTP status and no state (recorded as "status:HTTP <n>");
+  // 0 restores the normal answers.
+  void SetStatusFailure(int http_status);
 
   // "status:New", "start:full", "config", ... in call order.
   std::vector<std::string> calls() const;
@@ -48,6 +51,7 @@ class FakeSidecar {
   int progress_left_ = 0;
   std::string pending_result_;
   std::deque<Outcome> outcomes_;
+  int status_failure_ = 0;
   int config_status_ = 200;
   std::string config_body_;
   std::vector<std::string> calls_;

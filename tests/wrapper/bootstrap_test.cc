@@ -6,9 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
+#include "etcdw/common/clock.h"
 #include "fake_sidecar.h"
+#include "support/await.h"
 
 namespace etcdw::wrapper {
 namespace {
@@ -108,6 +111,58 @@ TEST_F(BootstrapTest, UnreachableSidecarBacksOff) {
   EXPECT_EQ(st.code(), Code::kDeadlineExceeded);
   EXPECT_NE(st.message().find("connect"), std::string::npos) << st.message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST_F(BootstrapTest, AFailingSidecarIsPolledWithWaitsThatDoubleUpToTheCap) {
+  common::ManualClock clock;
+  options_.clock = &clock;
+  options_.poll_interval = 1s;
+  options_.max_backoff = 4s;
+  FakeSidecar sidecar;
+  sidecar.SetStatusFailure(503);
+  ASSERT_TRUE(sidecar.Start(0));
+  auto client = Client(sidecar.port());
+  auto polls = [&] { return sidecar.calls().size(); };
+  // The loop is back in its wait (it looked at the clock after `looks`).
+  auto waiting_since = [&](uint64_t looks) {
+    return testsupport::WaitUntil([&] { return clock.Looks() > looks; });
+  };
+  uint64_t looks = clock.Looks();
+  auto run =
+      std::async(std::launch::async, [&] { return RunInitialization(*client, options_, stop_); });
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return polls() == 1; }));  // the first poll at once
+  ASSERT_TRUE(waiting_since(looks));
+  // Then after waits of 1, 2, 4 and 4 s: polls at 1, 3, 7 and 11 s.
+  auto at = 0ms;
+  size_t expected = 1;
+  for (std::chrono::milliseconds due : {1000ms, 3000ms, 7000ms, 11000ms}) {
+    clock.Advance(due - 1ms - at);
+    looks = clock.Looks();
+    ASSERT_TRUE(waiting_since(looks + 1)) << due.count();  // it saw the time, twice
+    EXPECT_EQ(polls(), expected) << "polled before " << due.count() << " ms";
+    looks = clock.Looks();
+    clock.Advance(1ms);
+    at = due;
+    ++expected;
+    ASSERT_TRUE(testsupport::WaitUntil([&] { return polls() == expected; })) << due.count();
+    ASSERT_TRUE(waiting_since(looks + 1));
+  }
+  // Reachable again: polled every poll interval, the backoff reset.
+  sidecar.SetStatusFailure(0);
+  clock.Advance(4s);
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return polls() >= expected + 2; }));  // New, start
+  looks = clock.Looks();
+  ASSERT_TRUE(waiting_since(looks));
+  const size_t before = polls();
+  clock.Advance(1s);
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return polls() > before; }));
+  stop_.Request(0, "test");
+  EXPECT_EQ(run.get().code(), Code::kCanceled);
+  std::vector<std::string> calls = sidecar.calls();
+  EXPECT_EQ(std::vector<std::string>(calls.begin(), calls.begin() + 5),
+            std::vector<std::string>(5, "status:HTTP 503"));
+  EXPECT_EQ(calls.at(5), "status:New");
+  EXPECT_EQ(calls.at(6), "start:full");
 }
 
 TEST_F(BootstrapTest, ConfigIsRetriedAFixedNumberOfTimes) {

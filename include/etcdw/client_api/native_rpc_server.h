@@ -1,8 +1,14 @@
-// The etcd v3 API (KV, Watch, Lease, Maintenance, Cluster) on listen-client-urls, served by
-// our own HTTP/2 server (libnghttp2) rather than the gRPC library's (docs/design.md, "The
-// native RPC server"): gRPC's library costs more CPU per call than everything else a put does
-// and hands each call between threads; this server reads, dispatches and answers on event-loop
-// threads and writes each connection's answers with one send.
+// The client API: the etcd v3 API (KV, Watch, Lease, Maintenance, Cluster, gRPC health) on
+// listen-client-urls, with etcd's HTTP/1.1 endpoints (/health, /version, /metrics) beside it,
+// served by our own HTTP/2 server (libnghttp2) rather than the gRPC library's (docs/design.md,
+// "The client API server"): gRPC's library costs more CPU per call than everything else a put
+// does and hands each call between threads; this server reads, dispatches and answers on
+// event-loop threads and writes each connection's answers with one send.
+//
+// The library (src/client_api/, include/etcdw/client_api/) owns the wire: HTTP/2 and gRPC's
+// framing, TLS sessions, request parsing and the mapping of errors to gRPC status codes. It
+// calls the member core (member/etcd_server.h) and uses common and proto; it does not link the
+// gRPC library. The allowed graph: scripts/include-rules.txt.
 #pragma once
 
 #include <chrono>

@@ -1,11 +1,19 @@
-// Cluster membership. The members are replicated state: they change only by applying Raft
-// conf-change entries (and member-attribute requests), so every member derives the same list
-// from the log. The Raft configuration is derived from it (voters and learners). This member's
-// own identity (member ID, cluster ID) is local state, written once at bootstrap or join.
+// Cluster membership as stored. The members are replicated state: they change only by applying
+// Raft conf-change entries (and member-attribute requests), so every member derives the same
+// list from the log. The Raft configuration is derived from it (voters and learners). This
+// member's own identity (member ID, cluster ID) is local state, written once at bootstrap or
+// join. Member and cluster IDs are derived as etcd derives them.
+//
+// The library (src/cluster/, include/etcdw/cluster/) owns these records and their meaning; the
+// running member (member/) and the offline data-directory tools (data_dir/) both read them. It
+// uses storage, common and proto only. Membership is thread-safe: the apply thread changes it,
+// any thread reads it.
 //
 // Meta column records (storage/meta_records.h): kClusterId, kClusterMembers, kRemovedMembers
 // (replicated); kLocalMemberId, kJoinMembers, kRestoredIdentity (this member's own).
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <cstdint>
 #include <map>
@@ -80,9 +88,9 @@ class Membership {
 
  private:
   mutable std::mutex mu_;
-  uint64_t cluster_id_ = 0;
-  std::map<uint64_t, Member> members_;
-  std::set<uint64_t> removed_;
+  uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Member> members_ ABSL_GUARDED_BY(mu_);
+  std::set<uint64_t> removed_ ABSL_GUARDED_BY(mu_);
 };
 
 // This member's ID in the data directory, if it has one.

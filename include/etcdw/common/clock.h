@@ -68,7 +68,8 @@ class SystemClock final : public Clock {
 
 // A clock that only moves when told to (Advance moves both readings by the same amount). Its
 // waiters look at it every kPollPeriod of real time, so a wait ends at most that long after the
-// Advance that reaches its deadline.
+// Advance that reaches its deadline. Looks() counts those looks: a test that must show that a
+// waiter saw the time it advanced to (and did not act) waits until Looks() has grown.
 class ManualClock final : public Clock {
  public:
   static constexpr std::chrono::milliseconds kPollPeriod{1};
@@ -91,11 +92,13 @@ class ManualClock final : public Clock {
     wall_ns_.fetch_add(d.count(), std::memory_order_acq_rel);
     now_ns_.fetch_add(d.count(), std::memory_order_acq_rel);
   }
+  // How many times a waiter has compared this clock with its deadline.
+  uint64_t Looks() const { return looks_.load(std::memory_order_acquire); }
 
   bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                  TimePoint deadline, const std::function<bool()>& pred) const override {
     while (!pred()) {
-      if (Now() >= deadline) return false;
+      if (Looked(Now() >= deadline)) return false;
       cv.wait_for(lock, kPollPeriod);
     }
     return true;
@@ -103,18 +106,24 @@ class ManualClock final : public Clock {
   bool WaitUntilWall(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                      WallTime deadline, const std::function<bool()>& pred) const override {
     while (!pred()) {
-      if (WallNow() >= deadline) return false;
+      if (Looked(WallNow() >= deadline)) return false;
       cv.wait_for(lock, kPollPeriod);
     }
     return true;
   }
   Duration RealWaitUntil(TimePoint deadline) const override {
-    return deadline <= Now() ? Duration::zero() : Duration(kPollPeriod);
+    return Looked(deadline <= Now()) ? Duration::zero() : Duration(kPollPeriod);
   }
 
  private:
+  bool Looked(bool reached) const {
+    looks_.fetch_add(1, std::memory_order_acq_rel);
+    return reached;
+  }
+
   std::atomic<int64_t> now_ns_;
   std::atomic<int64_t> wall_ns_;
+  mutable std::atomic<uint64_t> looks_{0};
 };
 
 }  // namespace etcdw::common

@@ -3,6 +3,7 @@
 // use them (etcd-wrapper and etcdbrctl's long-running commands).
 #pragma once
 
+#include <absl/base/thread_annotations.h>
 #include <signal.h>
 
 #include <atomic>
@@ -12,6 +13,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "etcdw/common/clock.h"
 
 namespace etcdw::common {
 
@@ -23,6 +26,8 @@ class StopRequest {
   void Wait() const;
   // Whether a stop is requested within `d`.
   bool WaitFor(std::chrono::milliseconds d) const;
+  // Whether a stop is requested before `clock` reaches `deadline`.
+  bool WaitUntil(const Clock& clock, Clock::TimePoint deadline) const;
   bool requested() const { return cancelled_.load(); }
   const std::atomic<bool>* cancelled() const { return &cancelled_; }
   int exit_code() const;
@@ -31,9 +36,9 @@ class StopRequest {
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::atomic<bool> cancelled_{false};
-  int exit_code_ = 0;
-  std::string reason_;
+  std::atomic<bool> cancelled_{false};  // set under mu_, read without it
+  int exit_code_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string reason_ ABSL_GUARDED_BY(mu_);
 };
 
 // The signals the process handles on its own thread; block them in every thread (call

@@ -2,6 +2,12 @@
 // needs to validate it and to rebuild it from backups (the role etcdutl and a temporary embedded
 // etcd play for gardener's sidecar).
 //
+// The library (src/data_dir/, include/etcdw/data_dir/) owns the offline tools: the checks, the
+// MVCC consistency check, the restore of a snapshot into a new data directory and the offline
+// store that replays deltas. It uses the store's libraries (mvcc, storage), the stored
+// membership (cluster), common and proto; never the running member, Raft or the transports, so
+// the sidecar links it alone. The allowed graph: scripts/include-rules.txt.
+//
 // Layout: <dir>/member/store (RocksDB: state, Raft log, hard state, identity) and
 // <dir>/member/snap (received Raft snapshots in transit).
 #pragma once

@@ -1,6 +1,9 @@
 // Active alarms (NOSPACE, CORRUPT), replicated through the log and persisted in the Meta
-// column, so an alarm raised before a restart is still active after it.
+// column, so an alarm raised before a restart is still active after it. Thread-safe: the apply
+// thread changes them, any thread reads them.
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <cstdint>
 #include <mutex>
@@ -32,7 +35,7 @@ class AlarmStore {
  private:
   static std::string Key(uint64_t member, int type);
   mutable std::mutex mu_;
-  std::set<std::pair<uint64_t, int>> alarms_;
+  std::set<std::pair<uint64_t, int>> alarms_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace etcdw::member

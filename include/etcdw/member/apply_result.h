@@ -1,6 +1,7 @@
 // The outcome of one proposed request, delivered to whoever waits for it.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
 #include <google/protobuf/message.h>
 
 #include <cstdint>
@@ -23,7 +24,9 @@ struct ApplyResult {
 
 using ApplyCallback = std::function<void(ApplyResult)>;
 
-// Proposals waiting for their entry to be applied, by request ID.
+// Proposals waiting for their entry to be applied, by request ID. Thread-safe. Each callback
+// runs on the thread whose Trigger, FailAll or ExpireBefore delivers its result, without the
+// registry's lock held.
 class WaitRegistry {
  public:
   // `deadline`: when the request is given up (its entry may have been lost with a leader).
@@ -43,7 +46,7 @@ class WaitRegistry {
     ApplyCallback cb;
     common::Clock::TimePoint deadline;
   };
-  std::unordered_map<uint64_t, Waiter> waiters_;
+  std::unordered_map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace etcdw::member

@@ -1,8 +1,37 @@
-// One etcd member: the store, the consensus node, the applier, leases, alarms, watches and the
-// maintenance operations, behind the API the gRPC services call. Requests that change state
-// are proposed and answered asynchronously once applied; reads are served from the applied
-// state after the node confirms they are linearizable (unless serializable).
+// The member core: one etcd member (the store, the consensus node, the applier, leases, alarms,
+// watches and the maintenance operations) behind the API the client API server calls. Requests
+// that change state are proposed and answered asynchronously once applied; reads are served from
+// the applied state after the node confirms they are linearizable (unless serializable).
+//
+// The library (src/member/, include/etcdw/member/) owns the member's running state and its
+// threads. It uses the store (mvcc, storage), the consensus algorithm (raft), the stored
+// membership (cluster) and the peer transport; nothing above it (client API, wrapper) and no
+// wire protocol of clients. The allowed graph: scripts/include-rules.txt.
+//
+// Threads and replies. Every Reply is called exactly once, on one of these threads:
+//   caller  the thread that called the method, before the method returns: invalid requests,
+//           requests refused at once (over quota, not leader, ...), and reads served locally
+//           (serializable, or linearizable on a member that is its own quorum);
+//   apply   the thread that applies committed entries: the node's loop thread, or a thread
+//           running RaftNode::CallerStep, which may be the caller's own (a lone write on a
+//           single member is appended, applied and answered before the call returns);
+//   read    one of the two read threads, for linearizable reads after a ReadIndex round;
+//   node    the node's loop thread (or a CallerStep's), for what the node itself completes:
+//           a ReadIndex round without a read thread, a leadership transfer;
+//   task    one of the two task threads, for work too slow for the others (defragmentation,
+//           hashes, snapshot sizing, waiting for a physical compaction);
+//   ticker  the ticker thread: proposals that time out, calls to the leader retried;
+//   peer    the peer transport's thread: answers from the leader to forwarded calls;
+//   stop    the thread that calls Stop(), which fails every waiting request with Stopped.
+// Each method below names the threads its reply may run on. A reply must not block and must not
+// wait for another reply: the threads above serve every other request. Replies hand their result
+// to the client's own thread (the client API posts it to the connection's event loop).
+// Request arguments passed by reference must stay valid until the reply has been called (a
+// linearizable Range reads its request on a read thread after the call returned).
+// Methods returning a value answer on the caller's thread and are safe from any thread.
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -41,6 +70,8 @@ using Reply = std::function<void(Result<T>)>;
 class EtcdServer {
  public:
   // Opens the data directory (creating the store on first start) and prepares the member.
+  // `clock` measures every duration the member keeps: lease expiry, request timeouts, Raft
+  // ticks, the ticker's period, progress notifications, auto compaction.
   static Result<std::unique_ptr<EtcdServer>> Open(
       const common::EtcdConfig& cfg, const common::Clock& clock = common::SystemClock::Instance());
   ~EtcdServer();
@@ -52,7 +83,8 @@ class EtcdServer {
   // Whether this member has published its name and client URLs to the cluster (etcd serves
   // clients only from then on: until then MemberList would show it unstarted).
   bool Published() const;
-  // Called with the error when the member stops by itself (storage failure).
+  // Called with the error when the member stops by itself (storage failure), on the node's
+  // thread; it must not call Stop() (it may request a stop from another thread).
   void SetFatalHandler(std::function<void(const Status&)> fn) { on_fatal_ = std::move(fn); }
 
   uint64_t member_id() const { return local_id_; }
@@ -62,6 +94,9 @@ class EtcdServer {
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
 
   // --- KV ---
+  // Range: caller (serializable; or linearizable where CanReadLocally), read, or stop.
+  // Put, DeleteRange, Txn: caller (refused), apply, ticker (timeout) or stop; a read-only Txn
+  // is served as a Range. Compact: as Put, or task when physical (it waits for the deletion).
   void Range(const etcdserverpb::RangeRequest& r, Reply<etcdserverpb::RangeResponse> reply);
   void Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply);
   void DeleteRange(const etcdserverpb::DeleteRangeRequest& r,
@@ -71,19 +106,22 @@ class EtcdServer {
                Reply<etcdserverpb::CompactionResponse> reply);
 
   // --- Lease ---
+  // LeaseGrant, LeaseRevoke: caller (refused), apply, ticker or stop.
   void LeaseGrant(const etcdserverpb::LeaseGrantRequest& r,
                   Reply<etcdserverpb::LeaseGrantResponse> reply);
   void LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
                    Reply<etcdserverpb::LeaseRevokeResponse> reply);
   // Keepalive: the lease's TTL; 0 when the lease is unknown or expired (etcd's answer). The
-  // leader renews; another member forwards the renewal to it.
+  // leader renews; another member forwards the renewal to it. Reply: caller (on the leader, or
+  // refused), peer (the leader's answer), ticker (retried, timed out) or stop.
   void LeaseRenew(int64_t id, Reply<int64_t> reply);
-  // Answered by the leader (it runs lease expiry), forwarded there by the others.
+  // Answered by the leader (it runs lease expiry), forwarded there by the others: as LeaseRenew.
   void LeaseTimeToLive(const etcdserverpb::LeaseTimeToLiveRequest& r,
                        Reply<etcdserverpb::LeaseTimeToLiveResponse> reply);
   etcdserverpb::LeaseLeasesResponse LeaseLeases();
 
   // --- Maintenance ---
+  // Alarm: as Put. Defragment, Hash, HashKV, OpenSnapshot: task (or stop).
   void Alarm(const etcdserverpb::AlarmRequest& r, Reply<etcdserverpb::AlarmResponse> reply);
   etcdserverpb::StatusResponse StatusInfo();
   void Defragment(Reply<etcdserverpb::DefragmentResponse> reply);
@@ -93,6 +131,9 @@ class EtcdServer {
   void OpenSnapshot(Reply<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> reply);
 
   // --- Cluster ---
+  // MemberList: caller, or node after a ReadIndex round when linearizable. MemberAdd,
+  // MemberRemove, MemberUpdate: caller (refused by etcd's checks), apply, ticker or stop.
+  // MemberPromote: as LeaseRenew. MoveLeader: caller (refused) or node.
   etcdserverpb::MemberListResponse MemberList();
   void MemberList(const etcdserverpb::MemberListRequest& r,
                   Reply<etcdserverpb::MemberListResponse> reply);
@@ -112,7 +153,8 @@ class EtcdServer {
   // The header of cluster responses: identity and term, no revision (as etcd's).
   void FillClusterHeader(etcdserverpb::ResponseHeader* h) const;
   // When leading a cluster with other voters, hands leadership to one of them (used before
-  // a graceful stop, as etcd does). Waits at most `timeout`.
+  // a graceful stop, as etcd does). Blocks the caller at most `timeout`: never call it from a
+  // reply or from one of the member's threads.
   void TransferLeadershipForStop(std::chrono::milliseconds timeout);
 
   // The member's own counters (server_metrics.h); MetricsText writes the whole page.
@@ -129,7 +171,8 @@ class EtcdServer {
   Lessor& lessor() { return *lessor_; }
 
   // Runs the periodic duties once (lease expiry, progress notifications, auto compaction);
-  // normally the ticker thread does this.
+  // normally the ticker thread does this, every 100 ms of the member's clock. Replies of the
+  // requests it times out run on the calling thread.
   void RunPeriodicDuties();
 
  private:
@@ -148,8 +191,7 @@ class EtcdServer {
   // Runs `method` on the current leader (locally when this member leads), waiting for a leader
   // and retrying through leader changes and lost connections until `deadline`, then Timeout.
   // `done` runs once, on any thread.
-  void CallLeader(PeerMethod method, std::string payload,
-                  std::chrono::steady_clock::time_point deadline,
+  void CallLeader(PeerMethod method, std::string payload, common::Clock::TimePoint deadline,
                   std::function<void(Result<std::string>)> done);
   // Answers a peer's call (PeerTransportHandler::on_call).
   void ServePeerCall(uint32_t method, std::string payload,
@@ -178,9 +220,10 @@ class EtcdServer {
   void OnConfChange(const raftpb::ConfChange& cc);
   void OnSnapshotInstalled();
 
+  // Set by Open and Start, before any other thread runs; read-only after.
   common::EtcdConfig cfg_;
   const common::Clock& clock_;
-  ServerMetrics metrics_;
+  ServerMetrics metrics_;  // thread-safe
   std::unique_ptr<storage::Engine> engine_;
   std::unique_ptr<mvcc::KvStore> kv_;
   std::unique_ptr<mvcc::Compactor> compactor_;
@@ -196,25 +239,39 @@ class EtcdServer {
   std::unique_ptr<peer_transport::PeerTransport> transport_;
   std::unique_ptr<TaskRunner> tasks_;
   std::unique_ptr<TaskRunner> reads_;  // linearizable reads confirmed by a ReadIndex round
-  std::optional<AutoCompactor> auto_compactor_;
+  std::optional<AutoCompactor> auto_compactor_;  // its Tick and Done run under ticker_mu_
 
   std::atomic<uint64_t> next_request_id_{0};
   std::atomic<bool> publishing_{false};
+  // Only the thread that set publishing_ touches it (MaybePublishAttributes).
   common::Clock::TimePoint next_publish_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
-  std::function<void(const Status&)> on_fatal_;
+  std::function<void(const Status&)> on_fatal_;  // set before Start
 
   std::mutex soon_mu_;
-  std::vector<std::function<void()>> soon_;  // RunSoon's queue
-  bool soon_closed_ = false;                 // set by Stop()
+  std::vector<std::function<void()>> soon_ ABSL_GUARDED_BY(soon_mu_);  // RunSoon's queue
+  bool soon_closed_ ABSL_GUARDED_BY(soon_mu_) = false;                 // set by Stop()
 
   std::mutex ticker_mu_;
   std::condition_variable ticker_cv_;
-  bool ticker_stop_ = false;
+  bool ticker_stop_ ABSL_GUARDED_BY(ticker_mu_) = false;
   std::thread ticker_;
+  // The ticker thread's (RunPeriodicDuties), set by Start before the thread starts.
   common::Clock::TimePoint next_progress_tick_;
   common::Clock::TimePoint next_compact_tick_;
 };
+
+// Used by each API's file (etcd_server_*.cc).
+template <typename Resp>
+void EtcdServer::ProposeFor(internalpb::Request req, Reply<Resp> reply) {
+  Propose(std::move(req), [reply = std::move(reply)](ApplyResult r) {
+    if (!r.status.ok()) {
+      reply(r.status);
+    } else {
+      reply(std::move(*static_cast<Resp*>(r.response.get())));
+    }
+  });
+}
 
 }  // namespace etcdw::member

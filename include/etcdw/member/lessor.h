@@ -4,7 +4,12 @@
 //
 // On promotion (start-up of a single member, or becoming leader) every lease is refreshed to
 // its full TTL plus `extend`, as etcd does, so leases survive restarts and leader changes.
+//
+// Thread-safe: the apply thread (grants, revocations), the client API's threads (renewals,
+// TTLs), the ticker (expiry) and the node's callbacks (promotion) call it concurrently.
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <chrono>
 #include <cstdint>
@@ -61,9 +66,9 @@ class Lessor {
 
   const common::Clock& clock_;
   mutable std::mutex mu_;
-  bool primary_ = false;
-  std::unordered_map<int64_t, Entry> leases_;
-  std::set<std::pair<TimePoint, int64_t>> by_expiry_;
+  bool primary_ ABSL_GUARDED_BY(mu_) = false;
+  std::unordered_map<int64_t, Entry> leases_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<TimePoint, int64_t>> by_expiry_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace etcdw::member

@@ -10,6 +10,8 @@
 // the log every snapshot-count entries, and installs snapshots crash-safely.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "etcdw/cluster/membership.h"
+#include "etcdw/common/clock.h"
 #include "etcdw/member/applier.h"
 #include "etcdw/member/node.h"
 #include "etcdw/mvcc/kv_store.h"
@@ -35,6 +38,8 @@ namespace etcdw::member {
 
 struct RaftNodeOptions {
   uint64_t member_id = 0;
+  // Ticks, request timeouts and read-round retries are measured on it.
+  const common::Clock* clock = &common::SystemClock::Instance();
   std::chrono::milliseconds tick_interval{100};  // heartbeat-interval
   int election_ticks = 10;                       // election-timeout / heartbeat-interval
   uint64_t snapshot_count = 100000;
@@ -76,6 +81,9 @@ class RaftNode final : public Node {
   Status Start() override;
   void Stop() override;
   Status Propose(std::string data) override;
+  // `ready` runs on the stepping thread once the read is safe or the round failed, or on the
+  // caller's thread before ReadIndex returns when the node is not running (Stopped). It must not
+  // block: every other request waits on that thread.
   void ReadIndex(std::function<void(Status)> ready) override;
   // True when a linearizable read needs no round trip: this member is the only voter and the
   // leader, so every acknowledged write is already applied here.
@@ -83,7 +91,8 @@ class RaftNode final : public Node {
 
   // Proposes a membership change (the caller validated it).
   Status ProposeConfChange(const raftpb::ConfChange& cc);
-  // Asks Raft to hand leadership to `to`; completes when `to` leads or after `timeout`.
+  // Asks Raft to hand leadership to `to`; completes when `to` leads or after `timeout`. `done`
+  // runs on the stepping thread (or at Stop, on the node's thread) and must not block.
   void TransferLeadership(uint64_t to, std::chrono::milliseconds timeout,
                           std::function<void(Status)> done);
 
@@ -145,12 +154,12 @@ class RaftNode final : public Node {
   struct ReadRound {
     std::string ctx;
     std::vector<std::function<void(Status)>> waiters;
-    std::chrono::steady_clock::time_point sent;
-    std::chrono::steady_clock::time_point first;
+    common::Clock::TimePoint sent;
+    common::Clock::TimePoint first;
   };
   struct Transfer {
     uint64_t to;
-    std::chrono::steady_clock::time_point deadline;
+    common::Clock::TimePoint deadline;
     std::function<void(Status)> done;
   };
 
@@ -192,22 +201,25 @@ class RaftNode final : public Node {
   std::unique_ptr<raft::RawNode> raw_;
   peer_transport::PeerTransport* transport_ = nullptr;
 
+  // What other threads hand the node (Push, ReadIndex, Stop).
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Event> inbox_;
-  std::vector<std::function<void(Status)>> read_waiters_;
-  bool stopping_ = false;
+  std::deque<Event> inbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(Status)>> read_waiters_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
 
-  // Held by whichever thread steps: the loop's thread, or a CallerStep's.
+  // Held by whichever thread steps: the loop's thread, or a CallerStep's. Order: step_mu_, then
+  // mu_. raw_, log_ and raft_storage_ are used under it only, once the node is started.
   std::mutex step_mu_;
-  // Stepping state (under step_mu_).
-  std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> unsent_props_;
-  std::optional<ReadRound> read_round_;
-  std::deque<std::pair<uint64_t, std::vector<std::function<void(Status)>>>> ready_reads_;
-  std::vector<Transfer> transfers_;
-  std::vector<std::function<void(Status)>> next_round_;
-  uint64_t read_seq_ = 0;
+  std::deque<std::pair<std::string, common::Clock::TimePoint>> unsent_props_
+      ABSL_GUARDED_BY(step_mu_);
+  std::optional<ReadRound> read_round_ ABSL_GUARDED_BY(step_mu_);
+  std::deque<std::pair<uint64_t, std::vector<std::function<void(Status)>>>> ready_reads_
+      ABSL_GUARDED_BY(step_mu_);
+  std::vector<Transfer> transfers_ ABSL_GUARDED_BY(step_mu_);
+  std::vector<std::function<void(Status)>> next_round_ ABSL_GUARDED_BY(step_mu_);
+  uint64_t read_seq_ ABSL_GUARDED_BY(step_mu_) = 0;
 
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> term_{0};
@@ -218,7 +230,7 @@ class RaftNode final : public Node {
   std::atomic<uint64_t> synced_writes_{0};
   std::atomic<bool> single_voter_{false};
   mutable std::mutex status_mu_;
-  std::map<uint64_t, uint64_t> match_;  // leader's view, refreshed every loop
+  std::map<uint64_t, uint64_t> match_ ABSL_GUARDED_BY(status_mu_);  // leader's view, every step
 };
 
 }  // namespace etcdw::member

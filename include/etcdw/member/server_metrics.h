@@ -4,6 +4,8 @@
 // keep (Raft indexes, the store's size and revisions, the log's syncs, watchers, the process).
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -79,8 +81,10 @@ class ServerMetrics {
  private:
   common::Counter leader_changes_;
   std::atomic<uint64_t> last_leader_{0};
-  mutable std::mutex mu_;  // guards methods_ (not their counters)
-  std::map<std::string, std::unique_ptr<GrpcMethodStats>, std::less<>> methods_;
+  mutable std::mutex mu_;
+  // The map only: the counters of a method, once registered, are atomics used without mu_.
+  std::map<std::string, std::unique_ptr<GrpcMethodStats>, std::less<>> methods_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // The whole /metrics page of `server`, text format 0.0.4.

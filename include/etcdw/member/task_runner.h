@@ -1,6 +1,9 @@
-// A small pool of threads for blocking work that must not run on gRPC's callback threads or
-// the apply thread (defragmentation, hashing, snapshot sizing, waiting for compaction).
+// A small pool of threads for blocking work that must not run on the client API's event loops or
+// the apply thread (defragmentation, hashing, snapshot sizing, waiting for compaction). Submit
+// may be called from any thread; tasks run on the pool's threads, in no particular order.
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <condition_variable>
 #include <deque>
@@ -22,9 +25,9 @@ class TaskRunner {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // set by the constructor
 };
 
 }  // namespace etcdw::member

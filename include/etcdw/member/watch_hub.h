@@ -9,7 +9,15 @@
 //
 // Locking: the hub mutex guards watcher state and registries; each stream's own mutex guards its
 // send queue. Order: hub mutex, then a stream mutex.
+//
+// Threads: a stream's requests (Create, Cancel, RequestProgress, WriteDone, Close) come from the
+// client's thread (the client API's event loop); Notify from the apply thread; ProgressTick from
+// the member's ticker; the hub runs a catch-up thread (watchers replaying history) and a sender
+// thread (starting the writes Notify deferred). Each of them may start a write on a stream's
+// sink, so a sink is called on any of these threads, never two at once for one stream.
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -32,12 +40,14 @@
 namespace etcdw::member {
 
 // Where a stream's responses are written (the gRPC stream). The stream guarantees one write in
-// flight at a time, and Finish only when no write is in flight, exactly once.
+// flight at a time, and Finish only when no write is in flight, exactly once. Both may be called
+// on any of the hub's and the stream's callers' threads (see above), possibly with the hub mutex
+// held: they must not block and must not call the stream or the hub before returning.
 class WatchSink {
  public:
   virtual ~WatchSink() = default;
   // Writes one serialized etcdserverpb.WatchResponse; the sink calls the stream's WriteDone()
-  // when it is written.
+  // when it is written, later and from its own thread.
   virtual void StartWrite(std::string wire) = 0;
   virtual void Finish() = 0;
 };
@@ -81,19 +91,18 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
   WatchHub& hub_;
   WatchSink* sink_;
 
-  // Guarded by the hub mutex.
+  // Guarded by the hub's mutex (hub_.mu_; the hub is incomplete here, so no annotation).
   std::map<int64_t, std::unique_ptr<Watcher>> watchers_;
   int64_t next_id_ = 0;
   bool progress_pending_ = false;
   bool closed_hub_ = false;
 
-  // Guarded by mu_.
   mutable std::mutex mu_;
-  std::deque<WireResponse> queue_;
-  size_t queued_bytes_ = 0;
-  bool writing_ = false;
-  bool closed_ = false;
-  bool finished_ = false;
+  std::deque<WireResponse> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 struct WatchHubOptions {
@@ -167,24 +176,25 @@ class WatchHub {
   // from Notify: the compaction revision cannot move meanwhile).
   PrevReader read_prev_;
 
+  // The hub mutex: also guards each stream's watcher registry and each Watcher.
   mutable std::mutex mu_;
-  int64_t rev_;
-  std::set<Watcher*> synced_;
-  std::set<Watcher*> unsynced_;
+  int64_t rev_ ABSL_GUARDED_BY(mu_);
+  std::set<Watcher*> synced_ ABSL_GUARDED_BY(mu_);
+  std::set<Watcher*> unsynced_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> unsynced_size_{0};  // unsynced_.size(), readable without mu_
-  std::set<WatchStream*> streams_;
+  std::set<WatchStream*> streams_ ABSL_GUARDED_BY(mu_);
 
   std::mutex cu_mu_;
   std::condition_variable cu_cv_;
-  bool cu_wake_ = false;
-  bool stop_ = false;
+  bool cu_wake_ ABSL_GUARDED_BY(cu_mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(cu_mu_) = false;
   std::thread catchup_;
 
   // The sender thread: starts deferred writes (see WatchStream::Enqueue).
   std::mutex send_mu_;
   std::condition_variable send_cv_;
-  WatchStream::Deferred to_start_;
-  bool send_stop_ = false;
+  WatchStream::Deferred to_start_ ABSL_GUARDED_BY(send_mu_);
+  bool send_stop_ ABSL_GUARDED_BY(send_mu_) = false;
   std::thread sender_;
 };
 

@@ -6,6 +6,8 @@
 // size of the store. Interrupted work resumes after a restart (scheduled > finished).
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -38,11 +40,12 @@ class Compactor {
   KvStore& store_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<int64_t> queue_;
-  int64_t finished_ = -1;
-  int64_t failed_rev_ = -1;  // the last compaction that failed, if after finished_
-  Status failure_;
-  bool stop_ = false;
+  std::deque<int64_t> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t finished_ ABSL_GUARDED_BY(mu_) = -1;
+  // The last compaction that failed, if after finished_.
+  int64_t failed_rev_ ABSL_GUARDED_BY(mu_) = -1;
+  Status failure_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_flag_{false};
   std::thread worker_;
 };

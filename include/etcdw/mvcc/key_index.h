@@ -83,6 +83,8 @@ class KeyIndex {
   bool SameKeysAs(const KeyIndex& other) const;
 
  private:
+  // The apply thread changes keys_ and rev_ under mu_ and reads them without it (Find); other
+  // threads read them under mu_.
   mutable absl::Mutex mu_;
   KeyTable keys_;
   int64_t rev_ = 0;

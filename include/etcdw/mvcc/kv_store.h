@@ -270,14 +270,17 @@ class KvStore {
   KvStoreStats stats_;
   LeaseTable leases_;
   KeyIndex index_;
-  mutable std::shared_mutex view_mu_;  // orders Commit publication against NewReadView
+  // Orders Commit's publication of a new revision against NewReadView (exclusive in Commit,
+  // shared in NewReadView); the fields it orders are atomics.
+  mutable std::shared_mutex view_mu_;
   std::atomic<int64_t> rev_{1};
   std::atomic<int64_t> compact_rev_{-1};
   std::atomic<uint64_t> consistent_index_{0};
   std::atomic<int64_t> scheduled_compact_rev_{-1};
   std::atomic<int64_t> finished_compact_rev_{-1};
-  bool loaded_saved_index_ = false;
+  bool loaded_saved_index_ = false;  // set by Load
   // The store holds a saved copy of the key index: the next Commit deletes it with its changes.
+  // The apply thread's (and Load's).
   bool holds_saved_index_ = false;
 };
 

@@ -7,6 +7,8 @@
 //                'A' + be64(id) + key -> "" (key attached to lease)
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <cstdint>
 #include <optional>
 #include <shared_mutex>
@@ -55,7 +57,7 @@ class LeaseTable {
 
  private:
   mutable std::shared_mutex mu_;
-  std::unordered_map<int64_t, LeaseInfo> leases_;
+  std::unordered_map<int64_t, LeaseInfo> leases_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace etcdw::mvcc

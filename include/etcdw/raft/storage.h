@@ -6,6 +6,8 @@
 // invariants").
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <cstdint>
 #include <mutex>
 #include <utility>
@@ -69,10 +71,10 @@ class MemoryStorage : public Storage {
   uint64_t LastIndexLocked() const { return ents_.front().index() + ents_.size() - 1; }
 
   mutable std::mutex mu_;
-  raftpb::HardState hard_state_;
-  raftpb::Snapshot snapshot_;
+  raftpb::HardState hard_state_ ABSL_GUARDED_BY(mu_);
+  raftpb::Snapshot snapshot_ ABSL_GUARDED_BY(mu_);
   // ents_[0] is a dummy entry holding the index and term of the last compacted entry.
-  std::vector<raftpb::Entry> ents_;
+  std::vector<raftpb::Entry> ents_ ABSL_GUARDED_BY(mu_);
 };
 
 // Total serialized size of entries, as the size limits count it.

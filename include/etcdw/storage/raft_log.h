@@ -13,6 +13,8 @@
 // called from other threads at the same time, on indexes the writer is not replacing.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -123,15 +125,17 @@ class RaftLog {
   const std::string dir_;
   const RaftLogOptions opts_;
 
-  mutable std::mutex mu_;  // guards everything below that readers touch
+  // Guards what readers touch. The writer changes these fields under it and reads them without
+  // it (no one else changes them).
+  mutable std::mutex mu_;
   std::atomic<uint64_t> first_{1};
   std::atomic<uint64_t> last_{0};
-  uint64_t compacted_term_ = 0;
-  raftpb::HardState hard_state_;
-  std::deque<Segment> segments_;  // ascending seq
-  std::deque<Loc> locs_;          // entries [first_, last_]
+  uint64_t compacted_term_ ABSL_GUARDED_BY(mu_) = 0;
+  raftpb::HardState hard_state_ ABSL_GUARDED_BY(mu_);
+  std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // ascending seq
+  std::deque<Loc> locs_ ABSL_GUARDED_BY(mu_);          // entries [first_, last_]
 
-  // Writer state.
+  // Writer state: the writer thread only.
   bool writer_ready_ = false;
   uint64_t write_offset_ = 0;  // in the last segment
   uint64_t start_end_ = 0;     // end of the last segment's start record

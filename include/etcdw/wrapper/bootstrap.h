@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/stop.h"
 #include "etcdw/wrapper/sidecar_client.h"
@@ -11,6 +12,8 @@
 namespace etcdw::wrapper {
 
 struct BootstrapOptions {
+  // Waits, backoff and the overall timeout are measured on it.
+  const common::Clock* clock = &common::SystemClock::Instance();
   std::string exit_code_file;
   std::chrono::milliseconds poll_interval{1000};
   // While the sidecar cannot be reached the wait between attempts doubles up to this cap.

@@ -15,11 +15,14 @@
 #include <string>
 #include <thread>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 
 namespace etcdw::wrapper {
 
 struct ReadinessOptions {
+  // The interval between checks and how long a pending check may take are measured on it.
+  const common::Clock* clock = &common::SystemClock::Instance();
   std::string endpoint;  // host:port of the client endpoint
   bool tls = false;
   std::string ca_file;      // verifies the server (required with tls)
