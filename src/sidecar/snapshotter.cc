@@ -1,24 +1,17 @@
 #include "etcdw/sidecar/snapshotter.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <ctime>
 #include <deque>
 #include <filesystem>
-#include <functional>
 #include <future>
 #include <utility>
 #include <vector>
 
-#include "etcdw/common/hash.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/sidecar/delta.h"
+#include "etcdw/sidecar/snapshot_verify.h"
+#include "file_util.h"
+#include "local_time.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -26,167 +19,18 @@ namespace {
 using SystemTime = std::chrono::system_clock::time_point;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-constexpr size_t kTrailerSize = 32;  // SHA-256 appended by etcd (full) or by us (delta)
-constexpr uint64_t kSnapshotAlignment = 512;
 // gardener's thresholds: deltas are off below one second, GC at or below one second.
 constexpr std::chrono::milliseconds kMinDeltaPeriod{1000};
 constexpr std::chrono::milliseconds kMinGcPeriod{1000};
 // Any key: only the response header's revision (the store's current revision) is used.
 constexpr char kRevisionProbeKey[] = "foo";
 
-// Removes the listed local files when it goes out of scope (temp files of one snapshot).
-class TempFiles {
- public:
-  TempFiles() = default;
-  TempFiles(const TempFiles&) = delete;
-  TempFiles& operator=(const TempFiles&) = delete;
-  ~TempFiles() {
-    for (const auto& p : paths_) {
-      std::error_code ec;
-      std::filesystem::remove(p, ec);
-    }
-  }
-  const std::string& Add(std::string path) {
-    paths_.push_back(std::move(path));
-    return paths_.back();
-  }
-
- private:
-  std::deque<std::string> paths_;  // deque: references returned by Add stay valid
-};
-
-std::string JoinPath(const std::string& dir, const std::string& name) {
-  if (dir.empty()) return name;
-  if (dir.back() == '/') return dir + name;
-  return dir + "/" + name;
-}
-
-Status ErrnoError(const std::string& what, int err) {
-  return Internal(what + ": " + std::strerror(err));
-}
-
-// Reads exactly `n` bytes at the current offset of `fd` into `buf`.
-Status ReadExactly(int fd, char* buf, size_t n, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::read(fd, buf + done, n - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoError("read \"" + path + "\"", errno);
-    if (r == 0) return DataLoss("\"" + path + "\" is shorter than its size (changed while read)");
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
-Status WriteFile(const std::string& path, std::string_view data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError("create \"" + path + "\"", errno);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status st = ErrnoError("write \"" + path + "\"", errno);
-      ::close(fd);
-      return st;
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) return ErrnoError("close \"" + path + "\"", errno);
-  return Status::Ok();
-}
-
-// Checks a delta payload file: more than the trailer, and the trailer is the SHA-256 of the
-// JSON before it. The JSON itself is ours (DeltaWriter), so it is not parsed again.
-// Opens `path` and checks its SHA-256 trailer (the last 32 bytes hash everything before them).
-// `check_size` vets the file size first. `what` names the kind of file in errors.
-Status CheckSha256Trailer(const std::string& path, const std::string& what,
-                          const std::function<Status(uint64_t)>& check_size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return Status(err == ENOENT ? Code::kNotFound : Code::kInternal,
-                  "open " + what + " \"" + path + "\": " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = ErrnoError("stat \"" + path + "\"", errno);
-    ::close(fd);
-    return s;
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (Status s = check_size(size); !s.ok()) {
-    ::close(fd);
-    return s;
-  }
-  common::Sha256 sha;
-  std::vector<char> buf(1 << 20);
-  uint64_t left = size - kTrailerSize;
-  Status s;
-  while (left > 0 && s.ok()) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-    s = ReadExactly(fd, buf.data(), n, path);
-    if (s.ok()) sha.Update(std::string_view(buf.data(), n));
-    left -= n;
-  }
-  std::array<char, kTrailerSize> trailer{};
-  if (s.ok()) s = ReadExactly(fd, trailer.data(), trailer.size(), path);
-  ::close(fd);
-  ETCDW_RETURN_IF_ERROR(s);
-  auto digest = sha.Final();
-  if (std::memcmp(digest.data(), trailer.data(), kTrailerSize) != 0) {
-    std::string want(reinterpret_cast<const char*>(digest.data()), digest.size());
-    return DataLoss(what + " \"" + path + "\": SHA-256 mismatch (trailer " +
-                    common::ToHex(std::string_view(trailer.data(), trailer.size())) + ", content " +
-                    common::ToHex(want) + ")");
-  }
-  return Status::Ok();
-}
-
-Status VerifyDeltaFile(const std::string& path) {
-  return CheckSha256Trailer(path, "delta snapshot", [&](uint64_t size) {
-    if (size > kTrailerSize) return Status::Ok();
-    return DataLoss("delta snapshot \"" + path + "\": " + std::to_string(size) +
-                    " bytes, missing hash");
-  });
-}
-
-// "2026-01-01T10:00:00+0100" in the local time zone, for logs.
-std::string FormatLocal(SystemTime t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm lt{};
-  localtime_r(&tt, &lt);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &lt);
-  return buf;
-}
-
-// `t` with its local wall-clock hour moved back by `hours` (Go's time.Date normalisation, as
-// gardener's GetPrevScheduledSnapTime computes it).
-SystemTime LocalHoursBefore(SystemTime t, int hours) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  auto frac = t - std::chrono::system_clock::from_time_t(tt);
-  std::tm lt{};
-  localtime_r(&tt, &lt);
-  lt.tm_hour -= hours;
-  lt.tm_isdst = -1;
-  std::time_t back = std::mktime(&lt);
-  return std::chrono::system_clock::from_time_t(back) + frac;
-}
-
+// `d` in hours, fraction included (gardener compares hours as floats).
 double Hours(std::chrono::system_clock::duration d) {
   return std::chrono::duration<double, std::ratio<3600>>(d).count();
 }
 
 }  // namespace
-
-Status VerifyFullSnapshotFile(const std::string& path) {
-  return CheckSha256Trailer(path, "full snapshot", [&](uint64_t size) {
-    if (size % kSnapshotAlignment == kTrailerSize) return Status::Ok();
-    return DataLoss("full snapshot \"" + path + "\": size " + std::to_string(size) +
-                    " is not a multiple of 512 plus a 32-byte SHA-256 trailer");
-  });
-}
 
 // All snapshot state is owned by the thread running Run() ("the loop"). Other threads talk to
 // it through `mu_`: the watch pump queues responses, triggers queue requests, Stop() sets
@@ -607,7 +451,7 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
   const std::string& raw = temps.Add(JoinPath(opts_.temp_dir, s.snap_name + ".raw"));
   ETCDW_RETURN_IF_ERROR(WriteFile(raw, payload));
   if (opts_.before_verify) opts_.before_verify(raw);
-  ETCDW_RETURN_IF_ERROR(VerifyDeltaFile(raw));
+  ETCDW_RETURN_IF_ERROR(VerifyDeltaSnapshotFile(raw));
   std::string upload = raw;
   if (opts_.compression != Compression::kNone) {
     upload = temps.Add(JoinPath(opts_.temp_dir, s.snap_name));
@@ -630,7 +474,7 @@ Status Snapshotter::Impl::ResetFullTimer() {
                               "\" has no future activation");
   }
   next_full_ = *next;
-  log::Info("next full snapshot scheduled", {log::F("time", FormatLocal(next_full_))});
+  log::Info("next full snapshot scheduled", {log::F("time", FormatLocalTime(next_full_))});
   return Status::Ok();
 }
 

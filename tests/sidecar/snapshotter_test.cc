@@ -16,12 +16,12 @@
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/client_api/native_rpc_server.h"
 #include "etcdw/common/config.h"
-#include "etcdw/common/hash.h"
 #include "etcdw/member/etcd_server.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
 #include "etcdw/sidecar/local_store.h"
 #include "etcdw/sidecar/restorer.h"
+#include "etcdw/sidecar/snapshot_verify.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -606,52 +606,6 @@ TEST_F(SnapshotterTest, StopEndsRunAndIsFinal) {
   EXPECT_TRUE(st->ok());
   EXPECT_FALSE(s.active());
   EXPECT_EQ(List().size(), before);
-}
-
-TEST(SnapshotterVerifyTest, VerifyFullSnapshotFileChecksSizeAndTrailer) {
-  char tmpl[] = "/tmp/etcdw-verify-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  std::string body(4 * 512, '\0');
-  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i * 131 + 7);
-  common::Sha256 sha;
-  sha.Update(body);
-  auto digest = sha.Final();
-  const std::string trailer(reinterpret_cast<const char*>(digest.data()), digest.size());
-
-  const std::string good = dir + "/good";
-  WriteAll(good, body + trailer);
-  EXPECT_TRUE(VerifyFullSnapshotFile(good).ok()) << VerifyFullSnapshotFile(good).ToString();
-
-  // Truncated: the size rule catches it.
-  const std::string truncated = dir + "/truncated";
-  WriteAll(truncated, (body + trailer).substr(0, body.size() + 16));
-  Status st = VerifyFullSnapshotFile(truncated);
-  EXPECT_EQ(st.code(), Code::kDataLoss);
-  EXPECT_NE(st.message().find(truncated), std::string::npos) << st.message();
-
-  // Right size, one bit flipped in the content, then in the trailer.
-  std::string flipped = body + trailer;
-  flipped[1000] ^= 0x10;
-  WriteAll(dir + "/flipped", flipped);
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/flipped").code(), Code::kDataLoss);
-  std::string flipped_trailer = body + trailer;
-  flipped_trailer.back() ^= 0x01;
-  WriteAll(dir + "/flipped_trailer", flipped_trailer);
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/flipped_trailer").code(), Code::kDataLoss);
-
-  // A valid hash but the wrong size (content not a multiple of 512).
-  std::string odd_body = body.substr(0, 1000);
-  common::Sha256 sha2;
-  sha2.Update(odd_body);
-  auto d2 = sha2.Final();
-  WriteAll(dir + "/odd", odd_body + std::string(reinterpret_cast<const char*>(d2.data()), 32));
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/odd").code(), Code::kDataLoss);
-
-  WriteAll(dir + "/empty", "");
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/empty").code(), Code::kDataLoss);
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/missing").code(), Code::kNotFound);
-  fs::remove_all(dir);
 }
 
 TEST_F(SnapshotterTest, SnapshotFailingVerificationIsNotUploaded) {

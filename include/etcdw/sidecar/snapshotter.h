@@ -85,8 +85,4 @@ class Snapshotter {
   std::atomic<bool> active_{false};
 };
 
-// Checks a full snapshot file as gardener does: size % 512 == 32 and the trailing SHA-256 of
-// everything before it. DataLoss naming the file otherwise.
-Status VerifyFullSnapshotFile(const std::string& path);
-
 }  // namespace etcdw::sidecar
