@@ -39,13 +39,18 @@ double Hours(std::chrono::system_clock::duration d) {
 // `last_revision_`.
 class Snapshotter::Impl {
  public:
-  Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, std::atomic<bool>* active)
-      : store_(store), client_(client), opts_(std::move(options)), active_(active) {}
+  Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, const common::Clock& clock,
+       std::atomic<bool>* active)
+      : store_(store), client_(client), opts_(std::move(options)), clock_(clock), active_(active) {}
   ~Impl() { CloseWatch(); }
 
   Status Run();
   void Stop();
   Result<std::optional<SnapshotInfo>> Trigger(bool full, bool final);
+  size_t QueuedTriggers() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_.size();
+  }
 
  private:
   using TriggerResult = Result<std::optional<SnapshotInfo>>;
@@ -83,7 +88,7 @@ class Snapshotter::Impl {
   Status ServeRequest(Request& req);
 
   Status ResetFullTimer();
-  void ResetDeltaTimer() { next_delta_ = std::chrono::steady_clock::now() + opts_.delta_period; }
+  void ResetDeltaTimer() { next_delta_ = clock_.Now() + opts_.delta_period; }
   Result<int64_t> CurrentRevision();
 
   Status OpenWatch(int64_t from_revision);
@@ -92,12 +97,13 @@ class Snapshotter::Impl {
 
   void StartGc();
   void StopGc();
-  void GcLoop();
+  void GcLoop(SteadyTime first_due);
   void CollectGarbage();
 
   SnapStore& store_;
   EtcdClient& client_;
   const SnapshotterOptions opts_;
+  const common::Clock& clock_;
   std::atomic<bool>* const active_;
 
   // Loop-owned state.
@@ -176,7 +182,7 @@ Status Snapshotter::Impl::RunBody() {
   // gardener §5.7: a delta of the events since the latest backup when the latest full
   // snapshot is recent enough, else (or when collecting fails) a full snapshot.
   bool initial_delta_taken = false;
-  if (!FullSnapshotRequiredAtStartup(std::chrono::system_clock::now())) {
+  if (!FullSnapshotRequiredAtStartup(clock_.WallNow())) {
     bool stopped = false;
     Status collected = CollectEventsSincePrevious(&stopped);
     if (stopped) return Status::Ok();
@@ -200,8 +206,8 @@ Status Snapshotter::Impl::RunBody() {
     std::lock_guard<std::mutex> l(mu_);
     if (stop_) return Status::Ok();
   }
+  StartGc();  // its first run is due gc_period from now, before active() turns true
   active_->store(true);
-  StartGc();
   return Loop();
 }
 
@@ -211,13 +217,15 @@ Status Snapshotter::Impl::Loop() {
     std::unique_ptr<Request> request;
     {
       std::unique_lock<std::mutex> l(mu_);
-      auto now_sys = std::chrono::system_clock::now();
-      auto now = std::chrono::steady_clock::now();
+      // The calendar deadline of the next full snapshot, as a monotonic one: the earlier of
+      // the two timers ends the wait.
+      const SystemTime now_wall = clock_.WallNow();
+      const SteadyTime now = clock_.Now();
       SteadyTime deadline = now + std::max<std::chrono::system_clock::duration>(
-                                      next_full_ - now_sys, std::chrono::nanoseconds(0));
+                                      next_full_ - now_wall, std::chrono::nanoseconds(0));
       if (DeltasEnabled()) deadline = std::min(deadline, next_delta_);
-      cv_.wait_until(l, deadline,
-                     [&] { return stop_ || !requests_.empty() || !watch_items_.empty(); });
+      clock_.WaitUntil(l, cv_, deadline,
+                       [&] { return stop_ || !requests_.empty() || !watch_items_.empty(); });
       if (stop_) return Status::Ok();
       items.swap(watch_items_);
       if (!requests_.empty()) {
@@ -228,13 +236,13 @@ Status Snapshotter::Impl::Loop() {
     for (const auto& item : items) ETCDW_RETURN_IF_ERROR(HandleWatchItem(item));
     if (request) ETCDW_RETURN_IF_ERROR(ServeRequest(*request));
 
-    if (std::chrono::system_clock::now() >= next_full_) {
+    if (clock_.WallNow() >= next_full_) {
       log::Info("taking scheduled full snapshot");
       auto f = TakeFull(false);
       if (!f.ok()) return f.status().WithContext("scheduled full snapshot");
       ETCDW_RETURN_IF_ERROR(ResetFullTimer());
     }
-    if (DeltasEnabled() && std::chrono::steady_clock::now() >= next_delta_) {
+    if (DeltasEnabled() && clock_.Now() >= next_delta_) {
       auto d = TakeDelta();
       if (!d.ok()) return d.status().WithContext("scheduled delta snapshot");
       ResetDeltaTimer();
@@ -294,7 +302,7 @@ Status Snapshotter::Impl::LoadState() {
   } else if (latest.full) {
     prev_ = *latest.full;
   } else {
-    prev_ = NewSnapshot(SnapshotKind::kFull, 0, 0, std::chrono::system_clock::now(), "", false);
+    prev_ = NewSnapshot(SnapshotKind::kFull, 0, 0, clock_.WallNow(), "", false);
   }
   last_revision_.store(prev_.last_revision);
   if (prev_full_) {
@@ -339,12 +347,12 @@ Status Snapshotter::Impl::CollectEventsSincePrevious(bool* stopped) {
 
 Status Snapshotter::Impl::DrainWatchUntil(int64_t revision, bool* stopped) {
   if (!watch_) return Status::Ok();
-  auto deadline = std::chrono::steady_clock::now() + opts_.connection_timeout;
+  SteadyTime deadline = clock_.Now() + opts_.connection_timeout;
   while (watched_revision_ < revision) {
     std::deque<WatchItem> items;
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_until(l, deadline, [&] { return stop_ || !watch_items_.empty(); });
+      clock_.WaitUntil(l, cv_, deadline, [&] { return stop_ || !watch_items_.empty(); });
       if (stop_) {
         *stopped = true;
         return Status::Ok();
@@ -358,14 +366,14 @@ Status Snapshotter::Impl::DrainWatchUntil(int64_t revision, bool* stopped) {
       items.swap(watch_items_);
     }
     for (const auto& item : items) ETCDW_RETURN_IF_ERROR(HandleWatchItem(item));
-    deadline = std::chrono::steady_clock::now() + opts_.connection_timeout;
+    deadline = clock_.Now() + opts_.connection_timeout;
   }
   return Status::Ok();
 }
 
 Status Snapshotter::Impl::HandleWatchItem(const WatchItem& item) {
   if (!item.response) return item.error.WithContext("delta snapshot watch");
-  const auto now = std::chrono::system_clock::now();
+  const SystemTime now = clock_.WallNow();
   for (const auto& ev : item.response->events()) {
     delta_.Add(ev, now);
     watched_revision_ = std::max(watched_revision_, ev.kv().mod_revision());
@@ -407,14 +415,14 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
     log::Info("no updates since the previous final full snapshot; not taking another",
               {log::F("snapshot", prev_.snap_name)});
   } else {
-    const auto started = std::chrono::steady_clock::now();
+    const SteadyTime started = clock_.Now();
     TempFiles temps;
     const std::string& db = temps.Add(JoinPath(opts_.temp_dir, "db"));
     auto size = client_.SnapshotToFile(db, opts_.snapshot_timeout);
     if (!size.ok()) return size.status();
     if (opts_.before_verify) opts_.before_verify(db);
     ETCDW_RETURN_IF_ERROR(VerifyFullSnapshotFile(db));
-    SnapshotInfo s = NewSnapshot(SnapshotKind::kFull, 0, revision, std::chrono::system_clock::now(),
+    SnapshotInfo s = NewSnapshot(SnapshotKind::kFull, 0, revision, clock_.WallNow(),
                                  CompressionSuffix(opts_.compression), final);
     std::string upload = db;
     if (opts_.compression != Compression::kNone) {
@@ -425,12 +433,9 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
     prev_ = s;
     prev_full_ = s;
     last_revision_.store(revision);
-    log::Info(
-        "saved full snapshot",
-        {log::F("snapshot", s.snap_name), log::F("bytes", *size),
-         log::F(
-             "seconds",
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())});
+    log::Info("saved full snapshot",
+              {log::F("snapshot", s.snap_name), log::F("bytes", *size),
+               log::F("seconds", std::chrono::duration<double>(clock_.Now() - started).count())});
   }
   if (DeltasEnabled()) ETCDW_RETURN_IF_ERROR(OpenWatch(prev_.last_revision + 1));
   return prev_;
@@ -444,9 +449,8 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
   const int64_t last = delta_.last_revision();
   const size_t events = delta_.event_count();
   const std::string payload = delta_.Finish();
-  SnapshotInfo s =
-      NewSnapshot(SnapshotKind::kIncr, prev_.last_revision + 1, last,
-                  std::chrono::system_clock::now(), CompressionSuffix(opts_.compression), false);
+  SnapshotInfo s = NewSnapshot(SnapshotKind::kIncr, prev_.last_revision + 1, last, clock_.WallNow(),
+                               CompressionSuffix(opts_.compression), false);
   TempFiles temps;
   const std::string& raw = temps.Add(JoinPath(opts_.temp_dir, s.snap_name + ".raw"));
   ETCDW_RETURN_IF_ERROR(WriteFile(raw, payload));
@@ -467,8 +471,7 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
 }
 
 Status Snapshotter::Impl::ResetFullTimer() {
-  auto now = std::chrono::system_clock::now();
-  auto next = opts_.schedule.Next(now);
+  auto next = opts_.schedule.Next(clock_.WallNow());
   if (!next) {
     return FailedPrecondition("full snapshot schedule \"" + opts_.schedule.spec() +
                               "\" has no future activation");
@@ -531,7 +534,8 @@ void Snapshotter::Impl::StartGc() {
     std::lock_guard<std::mutex> l(mu_);
     gc_stop_ = false;
   }
-  gc_thread_ = std::thread([this] { GcLoop(); });
+  const SteadyTime first_due = clock_.Now() + opts_.gc_period;
+  gc_thread_ = std::thread([this, first_due] { GcLoop(first_due); });
 }
 
 void Snapshotter::Impl::StopGc() {
@@ -543,12 +547,14 @@ void Snapshotter::Impl::StopGc() {
   if (gc_thread_.joinable()) gc_thread_.join();
 }
 
-void Snapshotter::Impl::GcLoop() {
+void Snapshotter::Impl::GcLoop(SteadyTime first_due) {
+  SteadyTime due = first_due;
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
-    if (gc_cv_.wait_for(l, opts_.gc_period, [&] { return gc_stop_; })) return;
+    if (clock_.WaitUntil(l, gc_cv_, due, [&] { return gc_stop_; })) return;
     l.unlock();
     CollectGarbage();
+    due = clock_.Now() + opts_.gc_period;  // the period runs from the end of the last run
     l.lock();
   }
 }
@@ -561,7 +567,7 @@ void Snapshotter::Impl::CollectGarbage() {
   }
   // SelectGarbage spares the latest stream and objects still immutable.
   std::vector<SnapshotInfo> garbage =
-      SelectGarbage(*list, opts_.gc, std::chrono::system_clock::now(), last_revision_.load());
+      SelectGarbage(*list, opts_.gc, clock_.WallNow(), last_revision_.load());
   int deleted = 0;
   for (const auto& s : garbage) {
     Status st = store_.Delete(s);
@@ -602,8 +608,9 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::Trigger(bool full, bool f
   return done.get();
 }
 
-Snapshotter::Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options)
-    : impl_(std::make_unique<Impl>(store, client, std::move(options), &active_)) {}
+Snapshotter::Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options,
+                         const common::Clock& clock)
+    : impl_(std::make_unique<Impl>(store, client, std::move(options), clock, &active_)) {}
 
 Snapshotter::~Snapshotter() { Stop(); }
 
@@ -619,5 +626,7 @@ Result<SnapshotInfo> Snapshotter::TriggerFull(bool final) {
 Result<std::optional<SnapshotInfo>> Snapshotter::TriggerDelta() {
   return impl_->Trigger(false, false);
 }
+
+size_t Snapshotter::queued_triggers() const { return impl_->QueuedTriggers(); }
 
 }  // namespace etcdw::sidecar

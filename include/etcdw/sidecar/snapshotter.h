@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/cron.h"
@@ -52,8 +53,11 @@ struct SnapshotterOptions {
 
 class Snapshotter {
  public:
-  // `store` and `client` (the local member's endpoint) must outlive the snapshotter.
-  Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options);
+  // `store`, `client` (the local member's endpoint) and `clock` must outlive the snapshotter.
+  // Every reading of time and every timed wait goes through `clock`: the schedule, the delta
+  // and GC periods, the drain deadline, snapshot names and GC's "now".
+  Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options,
+              const common::Clock& clock = common::SystemClock::Instance());
   ~Snapshotter();  // Stop()
 
   // Takes the start-up snapshot, then runs the schedule, the delta timer, the watch and GC until
@@ -77,6 +81,9 @@ class Snapshotter {
   // the call is included: the current revision is read first and the watch is drained up to it
   // (for at most connection_timeout). FailedPrecondition when deltas are off (delta_period < 1 s).
   Result<std::optional<SnapshotInfo>> TriggerDelta();
+  // Triggers waiting for Run()'s loop to take them (one made during the start-up snapshot waits
+  // here until that ends). For tests and diagnostics.
+  size_t queued_triggers() const;
 
   class Impl;
 
