@@ -1,5 +1,7 @@
 #include "etcdw/sidecar/snapshotter.h"
 
+#include <absl/base/thread_annotations.h>
+
 #include <algorithm>
 #include <deque>
 #include <filesystem>
@@ -36,7 +38,9 @@ double Hours(std::chrono::system_clock::duration d) {
 // it through `mu_`: the watch pump queues responses, triggers queue requests, Stop() sets
 // `stop_`; the loop waits on `cv_` for any of them or for the next timer. GC runs on a thread
 // of its own and shares only the store (whose implementations are thread-safe) and
-// `last_revision_`.
+// `last_revision_`; it waits on `gc_cv_` (with `mu_`) for its period or `gc_stop_`.
+// Lock order: `mu_` is a leaf; it is never held across a call to the store, the member or a
+// promise's waiter.
 class Snapshotter::Impl {
  public:
   Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, const common::Clock& clock,
@@ -47,7 +51,7 @@ class Snapshotter::Impl {
   Status Run();
   void Stop();
   Result<std::optional<SnapshotInfo>> Trigger(bool full, bool final);
-  size_t QueuedTriggers() {
+  size_t QueuedTriggers() ABSL_LOCKS_EXCLUDED(mu_) {
     std::lock_guard<std::mutex> l(mu_);
     return requests_.size();
   }
@@ -100,37 +104,40 @@ class Snapshotter::Impl {
   void GcLoop(SteadyTime first_due);
   void CollectGarbage();
 
+  // Set at construction, read-only after (every thread reads them; the store, the client and
+  // the clock are thread-safe).
   SnapStore& store_;
   EtcdClient& client_;
   const SnapshotterOptions opts_;
   const common::Clock& clock_;
-  std::atomic<bool>* const active_;
+  std::atomic<bool>* const active_;  // the Snapshotter's flag: written by the loop only
 
-  // Loop-owned state.
+  // Loop thread only (and the destructor, once Run() has returned): no lock.
   SnapshotInfo prev_;  // the newest snapshot taken or found (a zero Full when none)
   std::optional<SnapshotInfo> prev_full_;
   bool prev_full_succeeded_ = true;  // survives Run() calls
   DeltaWriter delta_;
-  std::unique_ptr<EtcdClient::Watch> watch_;
-  std::thread pump_;
-  std::atomic<bool> closing_watch_{false};
-  int64_t watched_revision_ = 0;  // every event up to this revision has been handled
+  std::unique_ptr<EtcdClient::Watch> watch_;  // the pump thread uses it until joined
+  std::thread pump_;                          // started and joined by the loop
+  int64_t watched_revision_ = 0;              // every event up to this revision has been handled
   SystemTime next_full_;
   SteadyTime next_delta_;
+  std::thread gc_thread_;  // started and joined by the loop
 
+  // Atomics: written by the loop, read by the pump (closing_watch_) or GC (last_revision_).
+  std::atomic<bool> closing_watch_{false};
   std::atomic<int64_t> last_revision_{0};  // prev_.last_revision, for GC's chunk rule
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool running_ = false;
-  bool accepting_ = false;  // triggers are queued from the start of Run until it ends
-  std::deque<std::unique_ptr<Request>> requests_;
-  std::deque<WatchItem> watch_items_;
-
-  std::thread gc_thread_;
-  std::condition_variable gc_cv_;
-  bool gc_stop_ = false;
+  std::condition_variable cv_;     // with mu_: stop_, requests_, watch_items_, running_
+  std::condition_variable gc_cv_;  // with mu_: gc_stop_
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  // Triggers are queued from the start of Run until it ends.
+  bool accepting_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::unique_ptr<Request>> requests_ ABSL_GUARDED_BY(mu_);
+  std::deque<WatchItem> watch_items_ ABSL_GUARDED_BY(mu_);
+  bool gc_stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 Status Snapshotter::Impl::Run() {
