@@ -1,10 +1,10 @@
 #include "etcdw/sidecar/cron.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cctype>
 #include <vector>
+
+#include "local_time.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -226,33 +226,6 @@ Result<int64_t> ParseGoDuration(std::string_view orig) {
   return static_cast<int64_t>(total);
 }
 
-// Broken-down local time of a Unix second.
-struct Civil {
-  int year, month, day, hour, minute, second, weekday;
-};
-
-Civil Local(int64_t t) {
-  time_t tt = static_cast<time_t>(t);
-  struct tm tm {};
-  localtime_r(&tt, &tm);
-  return {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-          tm.tm_min,         tm.tm_sec,     tm.tm_wday};
-}
-
-// Go's time.Date in the local zone: out-of-range fields are normalised (month 13 is January of
-// the next year, day 0 the last day of the previous month).
-int64_t FromLocal(int year, int month, int day, int hour, int minute, int second) {
-  struct tm tm {};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  tm.tm_isdst = -1;
-  return static_cast<int64_t>(mktime(&tm));
-}
-
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 }  // namespace
@@ -332,10 +305,10 @@ std::optional<std::chrono::system_clock::time_point> CronSchedule::Next(
   // advanced ("added"), the fields below it start from their minimum; when a field wraps around,
   // the search restarts from the month, since the fields above it have changed.
   int64_t u = sec + 1;  // the earliest candidate: the next whole second
-  Civil c = Local(u);
+  LocalFields c = ToLocalFields(u);
   auto set = [&](int64_t v) {
     u = v;
-    c = Local(u);
+    c = ToLocalFields(u);
   };
   bool added = false;
   const int year_limit = c.year + 5;
@@ -349,17 +322,17 @@ wrap:
   while (!bit(month_, c.month)) {
     if (!added) {
       added = true;
-      set(FromLocal(c.year, c.month, 1, 0, 0, 0));
+      set(FromLocalFields(c.year, c.month, 1, 0, 0, 0));
     }
-    set(FromLocal(c.year, c.month + 1, c.day, c.hour, c.minute, c.second));
+    set(FromLocalFields(c.year, c.month + 1, c.day, c.hour, c.minute, c.second));
     if (c.month == 1) goto wrap;
   }
   while (!day_matches()) {
     if (!added) {
       added = true;
-      set(FromLocal(c.year, c.month, c.day, 0, 0, 0));
+      set(FromLocalFields(c.year, c.month, c.day, 0, 0, 0));
     }
-    set(FromLocal(c.year, c.month, c.day + 1, c.hour, c.minute, c.second));
+    set(FromLocalFields(c.year, c.month, c.day + 1, c.hour, c.minute, c.second));
     // Where a DST change moved midnight, step back onto it.
     if (c.hour != 0) set(c.hour > 12 ? u + (24 - c.hour) * 3600 : u - c.hour * 3600);
     if (c.day == 1) goto wrap;
@@ -367,7 +340,7 @@ wrap:
   while (!bit(hour_, c.hour)) {
     if (!added) {
       added = true;
-      set(FromLocal(c.year, c.month, c.day, c.hour, 0, 0));
+      set(FromLocalFields(c.year, c.month, c.day, c.hour, 0, 0));
     }
     set(u + 3600);
     if (c.hour == 0) goto wrap;

@@ -9,7 +9,8 @@ namespace etcdw::sidecar {
 
 using std::chrono::milliseconds;
 
-Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& o) {
+Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& o,
+                                                   const common::Clock& clock) {
   ETCDW_ASSIGN_OR_RETURN(EtcdClient::Cluster cluster, EtcdClient::ConnectToCluster(o));
   const auto& members = cluster.members;
 
@@ -45,28 +46,27 @@ Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& 
   for (auto& t : followers) {
     log::Info("defragmenting etcd member",
               {log::F("endpoint", t.url), log::F("db-size-before", t.db_size)});
-    const auto started = std::chrono::steady_clock::now();
+    const common::Clock::TimePoint started = clock.Now();
     Status st = t.client->Defragment(o.defrag_timeout);
     if (!st.ok()) return st.WithContext("defragmenting " + t.url);
     auto after = t.client->EndpointStatus(o.connection_timeout);
-    log::Info(
-        "defragmented etcd member",
-        {log::F("endpoint", t.url),
-         log::F("db-size-after", after.ok() ? static_cast<uint64_t>(after->dbsize()) : 0),
-         log::F(
-             "seconds",
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())});
+    log::Info("defragmented etcd member",
+              {log::F("endpoint", t.url),
+               log::F("db-size-after", after.ok() ? static_cast<uint64_t>(after->dbsize()) : 0),
+               log::F("seconds", std::chrono::duration<double>(clock.Now() - started).count())});
     done.push_back(t.url);
   }
   return done;
 }
 
 DefragScheduler::DefragScheduler(EtcdConnectionOptions options, CronSchedule schedule,
-                                 milliseconds first_delay, milliseconds retry)
+                                 milliseconds first_delay, milliseconds retry,
+                                 const common::Clock& clock)
     : options_(std::move(options)),
       schedule_(std::move(schedule)),
       first_delay_(first_delay),
-      retry_(retry) {}
+      retry_(retry),
+      clock_(clock) {}
 
 DefragScheduler::~DefragScheduler() { Stop(); }
 
@@ -91,15 +91,27 @@ int DefragScheduler::rounds_succeeded() const {
   return rounds_succeeded_;
 }
 
+int DefragScheduler::rounds_failed() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return rounds_failed_;
+}
+
+std::optional<std::chrono::system_clock::time_point> DefragScheduler::next_round() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return next_round_;
+}
+
 bool DefragScheduler::SleepUntil(std::chrono::system_clock::time_point until) {
   std::unique_lock<std::mutex> l(mu_);
-  cv_.wait_until(l, until, [&] { return stop_; });
+  next_round_ = until;
+  clock_.WaitUntilWall(l, cv_, until, [&] { return stop_; });
+  next_round_.reset();
   return !stop_;
 }
 
 void DefragScheduler::Loop() {
   log::Info("defragmentation scheduled", {log::F("schedule", schedule_.spec())});
-  auto last = std::chrono::system_clock::now();
+  auto last = clock_.WallNow();
   while (true) {
     auto next = schedule_.Next(last);
     if (!next) return;  // never fires again
@@ -107,18 +119,22 @@ void DefragScheduler::Loop() {
     if (!SleepUntil(*next + first_delay_)) return;
     // Retried until a round succeeds (a member may be restarting) or leadership ends.
     while (true) {
-      auto r = DefragmentCluster(options_);
-      if (r.ok()) {
+      auto r = DefragmentCluster(options_, clock_);
+      {
         std::lock_guard<std::mutex> l(mu_);
-        ++rounds_succeeded_;
-        break;
+        if (r.ok()) {
+          ++rounds_succeeded_;
+        } else {
+          ++rounds_failed_;
+        }
       }
+      if (r.ok()) break;
       log::Warn("defragmentation failed; retrying",
                 {log::F("error", r.status()), log::F("retry-ms", retry_.count())});
-      if (!SleepUntil(std::chrono::system_clock::now() + retry_)) return;
+      if (!SleepUntil(clock_.WallNow() + retry_)) return;
     }
     // Times that passed during the round are skipped, not caught up.
-    last = std::max(last, std::chrono::system_clock::now());
+    last = std::max(last, clock_.WallNow());
   }
 }
 

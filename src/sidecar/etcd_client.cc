@@ -1,5 +1,6 @@
 #include "etcdw/sidecar/etcd_client.h"
 
+#include <absl/base/thread_annotations.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -210,19 +212,20 @@ Result<uint64_t> EtcdClient::SnapshotToFile(const std::string& path,
   return total;
 }
 
-// The stream is read by a thread of its own so that Next can wait with a timeout.
+// The stream is read by a thread of its own (`reader`) so that Next can wait with a timeout.
 class EtcdClient::Watch::Impl {
  public:
-  grpc::ClientContext ctx;
+  grpc::ClientContext ctx;  // thread-safe for TryCancel
+  // Set before the reader starts; then the reader's alone (Read, Finish).
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
       stream;
-  std::thread reader;
+  std::thread reader;  // started by WatchAll, joined by ~Watch
   std::mutex mu;
-  std::condition_variable cv;
-  std::deque<etcdserverpb::WatchResponse> queue;
-  bool ended = false;
-  bool canceled = false;
-  etcdw::Status end_status;
+  std::condition_variable cv;  // with mu: queue, ended, canceled
+  std::deque<etcdserverpb::WatchResponse> queue ABSL_GUARDED_BY(mu);
+  bool ended ABSL_GUARDED_BY(mu) = false;
+  bool canceled ABSL_GUARDED_BY(mu) = false;
+  etcdw::Status end_status ABSL_GUARDED_BY(mu);
 
   void Read() {
     etcdserverpb::WatchResponse resp;

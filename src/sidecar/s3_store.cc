@@ -78,7 +78,8 @@ bool Succeeded(const Result<HttpResponse>& r) {
   return r.ok() && r->status >= 200 && r->status < 300;
 }
 
-// A flag that stops the workers of one upload, and wakes those waiting to retry.
+// A flag that stops the workers of one upload, and wakes those waiting to retry. Every method
+// may be called from any worker.
 class Stopper {
  public:
   void Stop() {
@@ -95,6 +96,8 @@ class Stopper {
   }
 
  private:
+  // `flag_` is atomic so that workers and HTTP calls poll it without the lock; it is set under
+  // `mu_` so that a SleepFor between its check and its wait cannot miss the wake-up.
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> flag_{false};
@@ -366,6 +369,9 @@ Status S3Store::PutMultipart(const std::string& key, const std::string& src, int
             {log::F("key", url), log::F("size", size), log::F("chunkSize", part_size),
              log::F("noOfChunks", parts), log::F("workers", workers)});
 
+  // Shared by the workers: each writes only the ETags of the parts it took from `next`, read
+  // after every worker has been joined; `first_error` is written under `mu` and read after the
+  // joins.
   std::vector<std::string> etags(static_cast<size_t>(parts));
   std::atomic<int64_t> next{0};
   Stopper stopper;

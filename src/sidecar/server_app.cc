@@ -1,5 +1,6 @@
 #include "etcdw/sidecar/server_app.h"
 
+#include <absl/base/thread_annotations.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@ bool SleepUnlessStopped(const std::atomic<bool>& stop, milliseconds d) {
 // Writes the rendered config to $HOME/etcd.conf.yaml (0600), as gardener's sidecar does.
 // Requests are served concurrently: one writer at a time.
 void KeepRenderedConfig(const std::string& yaml) {
-  static std::mutex mu;
+  static std::mutex mu;  // serialises the writers of the file; guards no memory
   std::lock_guard<std::mutex> l(mu);
   const char* home = std::getenv("HOME");
   if (home == nullptr || *home == '\0') return;
@@ -53,6 +54,8 @@ void KeepRenderedConfig(const std::string& yaml) {
 
 // What the backup leader runs while it leads: the snapshotter (with a store), restarted with
 // gardener's back-off after a failure on a thread of its own, and the defragmentation schedule.
+// Start and Stop are called by the owner (the reelection loop), one at a time; the snapshotter
+// thread runs Loop().
 class Leadership {
  public:
   Leadership(SnapStore* store, EtcdClient* client, SnapshotterOptions opts, HttpApi* api,
@@ -71,7 +74,10 @@ class Leadership {
       defrag_->Start();
     }
     if (store_ == nullptr || thread_.joinable()) return;
-    stopping_ = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopping_ = false;
+    }
     thread_ = std::thread([this] { Loop(); });
   }
 
@@ -124,17 +130,21 @@ class Leadership {
     return true;
   }
 
-  SnapStore* store_;
-  EtcdClient* client_;
-  SnapshotterOptions opts_;
-  HttpApi* api_;
-  EtcdConnectionOptions etcd_;
-  CronSchedule defrag_schedule_;
+  // Set at construction, read-only after (the pointees are thread-safe).
+  SnapStore* const store_;
+  EtcdClient* const client_;
+  const SnapshotterOptions opts_;
+  HttpApi* const api_;
+  const EtcdConnectionOptions etcd_;
+  const CronSchedule defrag_schedule_;
+  // The owner's (Start/Stop) only.
   std::unique_ptr<DefragScheduler> defrag_;
+  std::thread thread_;  // runs Loop()
+
   std::mutex mu_;
-  bool stopping_ = false;
-  std::shared_ptr<Snapshotter> current_;
-  std::thread thread_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The snapshotter Loop() runs, so that Stop() can end its Run().
+  std::shared_ptr<Snapshotter> current_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -1,24 +1,19 @@
 #include "etcdw/sidecar/snapshotter.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <absl/base/thread_annotations.h>
 
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <ctime>
 #include <deque>
 #include <filesystem>
-#include <functional>
 #include <future>
 #include <utility>
 #include <vector>
 
-#include "etcdw/common/hash.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/sidecar/delta.h"
+#include "etcdw/sidecar/snapshot_verify.h"
+#include "file_util.h"
+#include "local_time.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -26,182 +21,40 @@ namespace {
 using SystemTime = std::chrono::system_clock::time_point;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-constexpr size_t kTrailerSize = 32;  // SHA-256 appended by etcd (full) or by us (delta)
-constexpr uint64_t kSnapshotAlignment = 512;
 // gardener's thresholds: deltas are off below one second, GC at or below one second.
 constexpr std::chrono::milliseconds kMinDeltaPeriod{1000};
 constexpr std::chrono::milliseconds kMinGcPeriod{1000};
 // Any key: only the response header's revision (the store's current revision) is used.
 constexpr char kRevisionProbeKey[] = "foo";
 
-// Removes the listed local files when it goes out of scope (temp files of one snapshot).
-class TempFiles {
- public:
-  TempFiles() = default;
-  TempFiles(const TempFiles&) = delete;
-  TempFiles& operator=(const TempFiles&) = delete;
-  ~TempFiles() {
-    for (const auto& p : paths_) {
-      std::error_code ec;
-      std::filesystem::remove(p, ec);
-    }
-  }
-  const std::string& Add(std::string path) {
-    paths_.push_back(std::move(path));
-    return paths_.back();
-  }
-
- private:
-  std::deque<std::string> paths_;  // deque: references returned by Add stay valid
-};
-
-std::string JoinPath(const std::string& dir, const std::string& name) {
-  if (dir.empty()) return name;
-  if (dir.back() == '/') return dir + name;
-  return dir + "/" + name;
-}
-
-Status ErrnoError(const std::string& what, int err) {
-  return Internal(what + ": " + std::strerror(err));
-}
-
-// Reads exactly `n` bytes at the current offset of `fd` into `buf`.
-Status ReadExactly(int fd, char* buf, size_t n, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::read(fd, buf + done, n - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoError("read \"" + path + "\"", errno);
-    if (r == 0) return DataLoss("\"" + path + "\" is shorter than its size (changed while read)");
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
-Status WriteFile(const std::string& path, std::string_view data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError("create \"" + path + "\"", errno);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status st = ErrnoError("write \"" + path + "\"", errno);
-      ::close(fd);
-      return st;
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) return ErrnoError("close \"" + path + "\"", errno);
-  return Status::Ok();
-}
-
-// Checks a delta payload file: more than the trailer, and the trailer is the SHA-256 of the
-// JSON before it. The JSON itself is ours (DeltaWriter), so it is not parsed again.
-// Opens `path` and checks its SHA-256 trailer (the last 32 bytes hash everything before them).
-// `check_size` vets the file size first. `what` names the kind of file in errors.
-Status CheckSha256Trailer(const std::string& path, const std::string& what,
-                          const std::function<Status(uint64_t)>& check_size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return Status(err == ENOENT ? Code::kNotFound : Code::kInternal,
-                  "open " + what + " \"" + path + "\": " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = ErrnoError("stat \"" + path + "\"", errno);
-    ::close(fd);
-    return s;
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (Status s = check_size(size); !s.ok()) {
-    ::close(fd);
-    return s;
-  }
-  common::Sha256 sha;
-  std::vector<char> buf(1 << 20);
-  uint64_t left = size - kTrailerSize;
-  Status s;
-  while (left > 0 && s.ok()) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-    s = ReadExactly(fd, buf.data(), n, path);
-    if (s.ok()) sha.Update(std::string_view(buf.data(), n));
-    left -= n;
-  }
-  std::array<char, kTrailerSize> trailer{};
-  if (s.ok()) s = ReadExactly(fd, trailer.data(), trailer.size(), path);
-  ::close(fd);
-  ETCDW_RETURN_IF_ERROR(s);
-  auto digest = sha.Final();
-  if (std::memcmp(digest.data(), trailer.data(), kTrailerSize) != 0) {
-    std::string want(reinterpret_cast<const char*>(digest.data()), digest.size());
-    return DataLoss(what + " \"" + path + "\": SHA-256 mismatch (trailer " +
-                    common::ToHex(std::string_view(trailer.data(), trailer.size())) + ", content " +
-                    common::ToHex(want) + ")");
-  }
-  return Status::Ok();
-}
-
-Status VerifyDeltaFile(const std::string& path) {
-  return CheckSha256Trailer(path, "delta snapshot", [&](uint64_t size) {
-    if (size > kTrailerSize) return Status::Ok();
-    return DataLoss("delta snapshot \"" + path + "\": " + std::to_string(size) +
-                    " bytes, missing hash");
-  });
-}
-
-// "2026-01-01T10:00:00+0100" in the local time zone, for logs.
-std::string FormatLocal(SystemTime t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm lt{};
-  localtime_r(&tt, &lt);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &lt);
-  return buf;
-}
-
-// `t` with its local wall-clock hour moved back by `hours` (Go's time.Date normalisation, as
-// gardener's GetPrevScheduledSnapTime computes it).
-SystemTime LocalHoursBefore(SystemTime t, int hours) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  auto frac = t - std::chrono::system_clock::from_time_t(tt);
-  std::tm lt{};
-  localtime_r(&tt, &lt);
-  lt.tm_hour -= hours;
-  lt.tm_isdst = -1;
-  std::time_t back = std::mktime(&lt);
-  return std::chrono::system_clock::from_time_t(back) + frac;
-}
-
+// `d` in hours, fraction included (gardener compares hours as floats).
 double Hours(std::chrono::system_clock::duration d) {
   return std::chrono::duration<double, std::ratio<3600>>(d).count();
 }
 
 }  // namespace
 
-Status VerifyFullSnapshotFile(const std::string& path) {
-  return CheckSha256Trailer(path, "full snapshot", [&](uint64_t size) {
-    if (size % kSnapshotAlignment == kTrailerSize) return Status::Ok();
-    return DataLoss("full snapshot \"" + path + "\": size " + std::to_string(size) +
-                    " is not a multiple of 512 plus a 32-byte SHA-256 trailer");
-  });
-}
-
 // All snapshot state is owned by the thread running Run() ("the loop"). Other threads talk to
 // it through `mu_`: the watch pump queues responses, triggers queue requests, Stop() sets
 // `stop_`; the loop waits on `cv_` for any of them or for the next timer. GC runs on a thread
 // of its own and shares only the store (whose implementations are thread-safe) and
-// `last_revision_`.
+// `last_revision_`; it waits on `gc_cv_` (with `mu_`) for its period or `gc_stop_`.
+// Lock order: `mu_` is a leaf; it is never held across a call to the store, the member or a
+// promise's waiter.
 class Snapshotter::Impl {
  public:
-  Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, std::atomic<bool>* active)
-      : store_(store), client_(client), opts_(std::move(options)), active_(active) {}
+  Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, const common::Clock& clock,
+       std::atomic<bool>* active)
+      : store_(store), client_(client), opts_(std::move(options)), clock_(clock), active_(active) {}
   ~Impl() { CloseWatch(); }
 
   Status Run();
   void Stop();
   Result<std::optional<SnapshotInfo>> Trigger(bool full, bool final);
+  size_t QueuedTriggers() ABSL_LOCKS_EXCLUDED(mu_) {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_.size();
+  }
 
  private:
   using TriggerResult = Result<std::optional<SnapshotInfo>>;
@@ -239,7 +92,7 @@ class Snapshotter::Impl {
   Status ServeRequest(Request& req);
 
   Status ResetFullTimer();
-  void ResetDeltaTimer() { next_delta_ = std::chrono::steady_clock::now() + opts_.delta_period; }
+  void ResetDeltaTimer() { next_delta_ = clock_.Now() + opts_.delta_period; }
   Result<int64_t> CurrentRevision();
 
   Status OpenWatch(int64_t from_revision);
@@ -248,39 +101,43 @@ class Snapshotter::Impl {
 
   void StartGc();
   void StopGc();
-  void GcLoop();
+  void GcLoop(SteadyTime first_due);
   void CollectGarbage();
 
+  // Set at construction, read-only after (every thread reads them; the store, the client and
+  // the clock are thread-safe).
   SnapStore& store_;
   EtcdClient& client_;
   const SnapshotterOptions opts_;
-  std::atomic<bool>* const active_;
+  const common::Clock& clock_;
+  std::atomic<bool>* const active_;  // the Snapshotter's flag: written by the loop only
 
-  // Loop-owned state.
+  // Loop thread only (and the destructor, once Run() has returned): no lock.
   SnapshotInfo prev_;  // the newest snapshot taken or found (a zero Full when none)
   std::optional<SnapshotInfo> prev_full_;
   bool prev_full_succeeded_ = true;  // survives Run() calls
   DeltaWriter delta_;
-  std::unique_ptr<EtcdClient::Watch> watch_;
-  std::thread pump_;
-  std::atomic<bool> closing_watch_{false};
-  int64_t watched_revision_ = 0;  // every event up to this revision has been handled
+  std::unique_ptr<EtcdClient::Watch> watch_;  // the pump thread uses it until joined
+  std::thread pump_;                          // started and joined by the loop
+  int64_t watched_revision_ = 0;              // every event up to this revision has been handled
   SystemTime next_full_;
   SteadyTime next_delta_;
+  std::thread gc_thread_;  // started and joined by the loop
 
+  // Atomics: written by the loop, read by the pump (closing_watch_) or GC (last_revision_).
+  std::atomic<bool> closing_watch_{false};
   std::atomic<int64_t> last_revision_{0};  // prev_.last_revision, for GC's chunk rule
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool running_ = false;
-  bool accepting_ = false;  // triggers are queued from the start of Run until it ends
-  std::deque<std::unique_ptr<Request>> requests_;
-  std::deque<WatchItem> watch_items_;
-
-  std::thread gc_thread_;
-  std::condition_variable gc_cv_;
-  bool gc_stop_ = false;
+  std::condition_variable cv_;     // with mu_: stop_, requests_, watch_items_, running_
+  std::condition_variable gc_cv_;  // with mu_: gc_stop_
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  // Triggers are queued from the start of Run until it ends.
+  bool accepting_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::unique_ptr<Request>> requests_ ABSL_GUARDED_BY(mu_);
+  std::deque<WatchItem> watch_items_ ABSL_GUARDED_BY(mu_);
+  bool gc_stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 Status Snapshotter::Impl::Run() {
@@ -332,7 +189,7 @@ Status Snapshotter::Impl::RunBody() {
   // gardener §5.7: a delta of the events since the latest backup when the latest full
   // snapshot is recent enough, else (or when collecting fails) a full snapshot.
   bool initial_delta_taken = false;
-  if (!FullSnapshotRequiredAtStartup(std::chrono::system_clock::now())) {
+  if (!FullSnapshotRequiredAtStartup(clock_.WallNow())) {
     bool stopped = false;
     Status collected = CollectEventsSincePrevious(&stopped);
     if (stopped) return Status::Ok();
@@ -356,8 +213,8 @@ Status Snapshotter::Impl::RunBody() {
     std::lock_guard<std::mutex> l(mu_);
     if (stop_) return Status::Ok();
   }
+  StartGc();  // its first run is due gc_period from now, before active() turns true
   active_->store(true);
-  StartGc();
   return Loop();
 }
 
@@ -367,13 +224,15 @@ Status Snapshotter::Impl::Loop() {
     std::unique_ptr<Request> request;
     {
       std::unique_lock<std::mutex> l(mu_);
-      auto now_sys = std::chrono::system_clock::now();
-      auto now = std::chrono::steady_clock::now();
+      // The calendar deadline of the next full snapshot, as a monotonic one: the earlier of
+      // the two timers ends the wait.
+      const SystemTime now_wall = clock_.WallNow();
+      const SteadyTime now = clock_.Now();
       SteadyTime deadline = now + std::max<std::chrono::system_clock::duration>(
-                                      next_full_ - now_sys, std::chrono::nanoseconds(0));
+                                      next_full_ - now_wall, std::chrono::nanoseconds(0));
       if (DeltasEnabled()) deadline = std::min(deadline, next_delta_);
-      cv_.wait_until(l, deadline,
-                     [&] { return stop_ || !requests_.empty() || !watch_items_.empty(); });
+      clock_.WaitUntil(l, cv_, deadline,
+                       [&] { return stop_ || !requests_.empty() || !watch_items_.empty(); });
       if (stop_) return Status::Ok();
       items.swap(watch_items_);
       if (!requests_.empty()) {
@@ -384,13 +243,13 @@ Status Snapshotter::Impl::Loop() {
     for (const auto& item : items) ETCDW_RETURN_IF_ERROR(HandleWatchItem(item));
     if (request) ETCDW_RETURN_IF_ERROR(ServeRequest(*request));
 
-    if (std::chrono::system_clock::now() >= next_full_) {
+    if (clock_.WallNow() >= next_full_) {
       log::Info("taking scheduled full snapshot");
       auto f = TakeFull(false);
       if (!f.ok()) return f.status().WithContext("scheduled full snapshot");
       ETCDW_RETURN_IF_ERROR(ResetFullTimer());
     }
-    if (DeltasEnabled() && std::chrono::steady_clock::now() >= next_delta_) {
+    if (DeltasEnabled() && clock_.Now() >= next_delta_) {
       auto d = TakeDelta();
       if (!d.ok()) return d.status().WithContext("scheduled delta snapshot");
       ResetDeltaTimer();
@@ -450,7 +309,7 @@ Status Snapshotter::Impl::LoadState() {
   } else if (latest.full) {
     prev_ = *latest.full;
   } else {
-    prev_ = NewSnapshot(SnapshotKind::kFull, 0, 0, std::chrono::system_clock::now(), "", false);
+    prev_ = NewSnapshot(SnapshotKind::kFull, 0, 0, clock_.WallNow(), "", false);
   }
   last_revision_.store(prev_.last_revision);
   if (prev_full_) {
@@ -495,12 +354,12 @@ Status Snapshotter::Impl::CollectEventsSincePrevious(bool* stopped) {
 
 Status Snapshotter::Impl::DrainWatchUntil(int64_t revision, bool* stopped) {
   if (!watch_) return Status::Ok();
-  auto deadline = std::chrono::steady_clock::now() + opts_.connection_timeout;
+  SteadyTime deadline = clock_.Now() + opts_.connection_timeout;
   while (watched_revision_ < revision) {
     std::deque<WatchItem> items;
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_until(l, deadline, [&] { return stop_ || !watch_items_.empty(); });
+      clock_.WaitUntil(l, cv_, deadline, [&] { return stop_ || !watch_items_.empty(); });
       if (stop_) {
         *stopped = true;
         return Status::Ok();
@@ -514,14 +373,14 @@ Status Snapshotter::Impl::DrainWatchUntil(int64_t revision, bool* stopped) {
       items.swap(watch_items_);
     }
     for (const auto& item : items) ETCDW_RETURN_IF_ERROR(HandleWatchItem(item));
-    deadline = std::chrono::steady_clock::now() + opts_.connection_timeout;
+    deadline = clock_.Now() + opts_.connection_timeout;
   }
   return Status::Ok();
 }
 
 Status Snapshotter::Impl::HandleWatchItem(const WatchItem& item) {
   if (!item.response) return item.error.WithContext("delta snapshot watch");
-  const auto now = std::chrono::system_clock::now();
+  const SystemTime now = clock_.WallNow();
   for (const auto& ev : item.response->events()) {
     delta_.Add(ev, now);
     watched_revision_ = std::max(watched_revision_, ev.kv().mod_revision());
@@ -563,14 +422,14 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
     log::Info("no updates since the previous final full snapshot; not taking another",
               {log::F("snapshot", prev_.snap_name)});
   } else {
-    const auto started = std::chrono::steady_clock::now();
+    const SteadyTime started = clock_.Now();
     TempFiles temps;
     const std::string& db = temps.Add(JoinPath(opts_.temp_dir, "db"));
     auto size = client_.SnapshotToFile(db, opts_.snapshot_timeout);
     if (!size.ok()) return size.status();
     if (opts_.before_verify) opts_.before_verify(db);
     ETCDW_RETURN_IF_ERROR(VerifyFullSnapshotFile(db));
-    SnapshotInfo s = NewSnapshot(SnapshotKind::kFull, 0, revision, std::chrono::system_clock::now(),
+    SnapshotInfo s = NewSnapshot(SnapshotKind::kFull, 0, revision, clock_.WallNow(),
                                  CompressionSuffix(opts_.compression), final);
     std::string upload = db;
     if (opts_.compression != Compression::kNone) {
@@ -581,12 +440,9 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
     prev_ = s;
     prev_full_ = s;
     last_revision_.store(revision);
-    log::Info(
-        "saved full snapshot",
-        {log::F("snapshot", s.snap_name), log::F("bytes", *size),
-         log::F(
-             "seconds",
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())});
+    log::Info("saved full snapshot",
+              {log::F("snapshot", s.snap_name), log::F("bytes", *size),
+               log::F("seconds", std::chrono::duration<double>(clock_.Now() - started).count())});
   }
   if (DeltasEnabled()) ETCDW_RETURN_IF_ERROR(OpenWatch(prev_.last_revision + 1));
   return prev_;
@@ -600,14 +456,13 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
   const int64_t last = delta_.last_revision();
   const size_t events = delta_.event_count();
   const std::string payload = delta_.Finish();
-  SnapshotInfo s =
-      NewSnapshot(SnapshotKind::kIncr, prev_.last_revision + 1, last,
-                  std::chrono::system_clock::now(), CompressionSuffix(opts_.compression), false);
+  SnapshotInfo s = NewSnapshot(SnapshotKind::kIncr, prev_.last_revision + 1, last, clock_.WallNow(),
+                               CompressionSuffix(opts_.compression), false);
   TempFiles temps;
   const std::string& raw = temps.Add(JoinPath(opts_.temp_dir, s.snap_name + ".raw"));
   ETCDW_RETURN_IF_ERROR(WriteFile(raw, payload));
   if (opts_.before_verify) opts_.before_verify(raw);
-  ETCDW_RETURN_IF_ERROR(VerifyDeltaFile(raw));
+  ETCDW_RETURN_IF_ERROR(VerifyDeltaSnapshotFile(raw));
   std::string upload = raw;
   if (opts_.compression != Compression::kNone) {
     upload = temps.Add(JoinPath(opts_.temp_dir, s.snap_name));
@@ -623,14 +478,13 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
 }
 
 Status Snapshotter::Impl::ResetFullTimer() {
-  auto now = std::chrono::system_clock::now();
-  auto next = opts_.schedule.Next(now);
+  auto next = opts_.schedule.Next(clock_.WallNow());
   if (!next) {
     return FailedPrecondition("full snapshot schedule \"" + opts_.schedule.spec() +
                               "\" has no future activation");
   }
   next_full_ = *next;
-  log::Info("next full snapshot scheduled", {log::F("time", FormatLocal(next_full_))});
+  log::Info("next full snapshot scheduled", {log::F("time", FormatLocalTime(next_full_))});
   return Status::Ok();
 }
 
@@ -687,7 +541,8 @@ void Snapshotter::Impl::StartGc() {
     std::lock_guard<std::mutex> l(mu_);
     gc_stop_ = false;
   }
-  gc_thread_ = std::thread([this] { GcLoop(); });
+  const SteadyTime first_due = clock_.Now() + opts_.gc_period;
+  gc_thread_ = std::thread([this, first_due] { GcLoop(first_due); });
 }
 
 void Snapshotter::Impl::StopGc() {
@@ -699,12 +554,14 @@ void Snapshotter::Impl::StopGc() {
   if (gc_thread_.joinable()) gc_thread_.join();
 }
 
-void Snapshotter::Impl::GcLoop() {
+void Snapshotter::Impl::GcLoop(SteadyTime first_due) {
+  SteadyTime due = first_due;
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
-    if (gc_cv_.wait_for(l, opts_.gc_period, [&] { return gc_stop_; })) return;
+    if (clock_.WaitUntil(l, gc_cv_, due, [&] { return gc_stop_; })) return;
     l.unlock();
     CollectGarbage();
+    due = clock_.Now() + opts_.gc_period;  // the period runs from the end of the last run
     l.lock();
   }
 }
@@ -717,7 +574,7 @@ void Snapshotter::Impl::CollectGarbage() {
   }
   // SelectGarbage spares the latest stream and objects still immutable.
   std::vector<SnapshotInfo> garbage =
-      SelectGarbage(*list, opts_.gc, std::chrono::system_clock::now(), last_revision_.load());
+      SelectGarbage(*list, opts_.gc, clock_.WallNow(), last_revision_.load());
   int deleted = 0;
   for (const auto& s : garbage) {
     Status st = store_.Delete(s);
@@ -758,8 +615,9 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::Trigger(bool full, bool f
   return done.get();
 }
 
-Snapshotter::Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options)
-    : impl_(std::make_unique<Impl>(store, client, std::move(options), &active_)) {}
+Snapshotter::Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options,
+                         const common::Clock& clock)
+    : impl_(std::make_unique<Impl>(store, client, std::move(options), clock, &active_)) {}
 
 Snapshotter::~Snapshotter() { Stop(); }
 
@@ -775,5 +633,7 @@ Result<SnapshotInfo> Snapshotter::TriggerFull(bool final) {
 Result<std::optional<SnapshotInfo>> Snapshotter::TriggerDelta() {
   return impl_->Trigger(false, false);
 }
+
+size_t Snapshotter::queued_triggers() const { return impl_->QueuedTriggers(); }
 
 }  // namespace etcdw::sidecar

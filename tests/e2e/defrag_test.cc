@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "e2e_util.h"
+#include "etcdw/common/clock.h"
 #include "etcdw/sidecar/defragmenter.h"
 
 namespace etcdw::testing {
@@ -61,17 +62,49 @@ TEST_P(DefragTest, NothingIsTouchedWhileAMemberIsDown) {
       << done.status().ToString();
 }
 
+// The scheduler in-process on a ManualClock, with gardener's timings (the first round a minute
+// after the cron time, retries every minute): rounds fail while a member is down and are
+// retried a minute later each, until one succeeds with the member back; then it waits for the
+// next cron time.
 TEST_P(DefragTest, TheScheduleRunsRoundsAndRetriesUntilOneSucceeds) {
   const int follower = leader_ == 2 ? 1 : 2;
   cluster_->member(follower).Kill();
-  auto schedule = sidecar::CronSchedule::Parse("@every 1s");
+  auto schedule = sidecar::CronSchedule::Parse("*/30 * * * *");
   ASSERT_TRUE(schedule.ok());
-  sidecar::DefragScheduler s(Options(), *schedule, 0ms, 200ms);
+  common::ManualClock clock;
+  const auto first = *schedule->Next(clock.WallNow()) + 1min;
+  sidecar::DefragScheduler s(Options(), *schedule, 1min, 1min, clock);
   s.Start();
-  std::this_thread::sleep_for(2s);
-  EXPECT_EQ(s.rounds_succeeded(), 0);  // retrying: the cluster is not in full health
+  ASSERT_TRUE(WaitFor([&] { return s.next_round().has_value(); }, 10s));
+  EXPECT_EQ(*s.next_round(), first);
+
+  // Each round fails (the cluster is not in full health) and waits a minute for its retry.
+  for (int failed = 1; failed <= 2; ++failed) {
+    SCOPED_TRACE(failed);
+    clock.Advance(*s.next_round() - clock.WallNow());
+    ASSERT_TRUE(
+        WaitFor([&] { return s.rounds_failed() >= failed && s.next_round().has_value(); }, 30s));
+    EXPECT_EQ(s.rounds_failed(), failed);
+    EXPECT_EQ(s.rounds_succeeded(), 0);
+    EXPECT_EQ(*s.next_round(), first + failed * 1min);
+  }
+
+  // With the member back, a retry succeeds (more may fail while it catches up: each is retried
+  // when the clock reaches it).
   ASSERT_TRUE(cluster_->member(follower).Start()) << cluster_->member(follower).log();
-  EXPECT_TRUE(WaitFor([&] { return s.rounds_succeeded() >= 1; }, 30s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto due = s.next_round();  // read before the count: a retry, unless succeeded
+        if (s.rounds_succeeded() >= 1) return true;
+        if (due && *due > clock.WallNow()) clock.Advance(*due - clock.WallNow());
+        return false;
+      },
+      60s))
+      << s.rounds_failed() << " rounds failed";
+  EXPECT_EQ(s.rounds_succeeded(), 1);
+  // Then the next round is the schedule's, not a retry.
+  ASSERT_TRUE(WaitFor([&] { return s.next_round().has_value(); }, 10s));
+  EXPECT_EQ(*s.next_round(), *schedule->Next(clock.WallNow()) + 1min);
   s.Stop();
 }
 

@@ -16,12 +16,12 @@
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/client_api/native_rpc_server.h"
 #include "etcdw/common/config.h"
-#include "etcdw/common/hash.h"
 #include "etcdw/member/etcd_server.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
 #include "etcdw/sidecar/local_store.h"
 #include "etcdw/sidecar/restorer.h"
+#include "etcdw/sidecar/snapshot_verify.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -295,7 +295,10 @@ TEST_F(SnapshotterTest, ATriggerDuringTheStartupSnapshotIsServedAfterIt) {
   ASSERT_TRUE(WaitFor([&] { return verified.load() == 1; }));
   EXPECT_FALSE(s.active());
   auto triggered = std::async(std::launch::async, [&] { return s.TriggerFull(false); });
-  EXPECT_EQ(triggered.wait_for(300ms), std::future_status::timeout) << "answered before start-up";
+  // Queued while the start-up snapshot is held, and not answered.
+  ASSERT_TRUE(WaitFor([&] { return s.queued_triggers() == 1; }));
+  EXPECT_EQ(triggered.wait_for(0s), std::future_status::timeout) << "answered before start-up";
+  EXPECT_FALSE(s.active());
   const int64_t rev = Put("b", "2");
   release.set_value();
   auto f = triggered.get();
@@ -429,18 +432,31 @@ TEST_F(SnapshotterTest, TriggeredFinalFullSnapshotIsNamedFinalAndNotRepeated) {
   EXPECT_TRUE(run.Finish().ok());
 }
 
+// The delta timer runs on the snapshotter's clock: with no request and no real time to wait
+// for, moving the clock by delta_period cuts the delta, stamped with the clock's time.
 TEST_F(SnapshotterTest, DeltaTimerFiresByItself) {
-  auto o = Options();
-  o.delta_period = 1s;
-  Snapshotter s(*store_, *client_, o);
+  common::ManualClock clock;
+  const auto o = Options();  // delta_period 60 s
+  Snapshotter s(*store_, *client_, o, clock);
   Running run(s);
   ASSERT_TRUE(run.WaitActive());
-  const int64_t base = ListKind(SnapshotKind::kFull).at(0).last_revision;
-  int64_t rev = Put("timer", "x");
-  ASSERT_TRUE(WaitFor([&] { return !ListKind(SnapshotKind::kIncr).empty(); }, 5s));
+  const SnapshotInfo full = ListKind(SnapshotKind::kFull).at(0);
+  EXPECT_EQ(full.created_on, clock.WallNow());
+  const int64_t rev = Put("timer", "x");
+  // Every period fires the timer; one that fires before the watch has delivered the write finds
+  // nothing to save and re-arms.
+  ASSERT_TRUE(WaitFor([&] {
+    if (!ListKind(SnapshotKind::kIncr).empty()) return true;
+    clock.Advance(o.delta_period);
+    return false;
+  }));
   auto incr = ListKind(SnapshotKind::kIncr);
-  EXPECT_EQ(incr[0].start_revision, base + 1);
+  ASSERT_EQ(incr.size(), 1u);
+  EXPECT_EQ(incr[0].start_revision, full.last_revision + 1);
   EXPECT_EQ(incr[0].last_revision, rev);
+  const auto taken_after = incr[0].created_on - full.created_on;
+  EXPECT_GT(taken_after, 0s);
+  EXPECT_EQ(taken_after % o.delta_period, 0s) << "taken when a period ended";
   auto ev = DeltaEvents(incr[0]);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].event.kv().key(), "timer");
@@ -450,7 +466,8 @@ TEST_F(SnapshotterTest, DeltaTimerFiresByItself) {
 TEST_F(SnapshotterTest, MemoryLimitCutsDeltaEarly) {
   auto o = Options();
   o.delta_memory_limit = 2000;
-  Snapshotter s(*store_, *client_, o);
+  common::ManualClock clock;  // never moved: the delta timer cannot fire
+  Snapshotter s(*store_, *client_, o, clock);
   Running run(s);
   ASSERT_TRUE(run.WaitActive());
   const int64_t base = ListKind(SnapshotKind::kFull).at(0).last_revision;
@@ -458,7 +475,7 @@ TEST_F(SnapshotterTest, MemoryLimitCutsDeltaEarly) {
   // About 370 bytes of JSON per event: the first ten cross the limit.
   auto put = [&](int i) { return Put("key" + std::to_string(i), std::string(200, 'v')); };
   for (int i = 0; i < kWrites / 2; ++i) put(i);
-  // The 60 s delta timer cannot have fired: only the memory limit cuts deltas.
+  // Only the memory limit cuts deltas: the delta timer's clock stands still.
   ASSERT_TRUE(WaitFor([&] { return !ListKind(SnapshotKind::kIncr).empty(); }, 5s));
   int64_t last = 0;
   for (int i = kWrites / 2; i < kWrites; ++i) last = put(i);
@@ -489,17 +506,28 @@ TEST_F(SnapshotterTest, MemoryLimitCutsDeltaEarly) {
   EXPECT_TRUE(run.Finish().ok());
 }
 
-TEST_F(SnapshotterTest, EverySecondScheduleTakesNewFullSnapshots) {
+// Full snapshots follow the schedule on the snapshotter's clock: each is taken when the clock
+// reaches the next cron time, is named with that time and covers the writes before it.
+TEST_F(SnapshotterTest, ScheduledFullSnapshotsAreTakenAtTheCronTimes) {
+  common::ManualClock clock;
   auto o = Options();
-  o.schedule = Schedule("@every 1s");
-  Snapshotter s(*store_, *client_, o);
+  o.schedule = Schedule("*/30 * * * *");
+  Snapshotter s(*store_, *client_, o, clock);
   Running run(s);
   ASSERT_TRUE(run.WaitActive());
-  Put("x", "1");
-  ASSERT_TRUE(WaitFor([&] { return ListKind(SnapshotKind::kFull).size() >= 3; }, 8s));
-  auto fulls = ListKind(SnapshotKind::kFull);
-  // Taken on schedule, after the write: the newest one covers it.
-  EXPECT_GT(fulls.back().last_revision, fulls.front().last_revision);
+  ASSERT_EQ(ListKind(SnapshotKind::kFull).size(), 1u);
+  EXPECT_EQ(ListKind(SnapshotKind::kFull)[0].created_on, clock.WallNow());
+  for (size_t taken = 2; taken <= 3; ++taken) {
+    SCOPED_TRACE(taken);
+    const auto next = o.schedule.Next(clock.WallNow());
+    ASSERT_TRUE(next.has_value());
+    const int64_t rev = Put("x", std::to_string(taken));
+    clock.Advance(*next - clock.WallNow());
+    ASSERT_TRUE(WaitFor([&] { return ListKind(SnapshotKind::kFull).size() == taken; }));
+    const SnapshotInfo f = ListKind(SnapshotKind::kFull).back();
+    EXPECT_EQ(f.created_on, *next);
+    EXPECT_EQ(f.last_revision, rev);
+  }
   EXPECT_TRUE(run.Finish().ok());
 }
 
@@ -608,52 +636,6 @@ TEST_F(SnapshotterTest, StopEndsRunAndIsFinal) {
   EXPECT_EQ(List().size(), before);
 }
 
-TEST(SnapshotterVerifyTest, VerifyFullSnapshotFileChecksSizeAndTrailer) {
-  char tmpl[] = "/tmp/etcdw-verify-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  std::string body(4 * 512, '\0');
-  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i * 131 + 7);
-  common::Sha256 sha;
-  sha.Update(body);
-  auto digest = sha.Final();
-  const std::string trailer(reinterpret_cast<const char*>(digest.data()), digest.size());
-
-  const std::string good = dir + "/good";
-  WriteAll(good, body + trailer);
-  EXPECT_TRUE(VerifyFullSnapshotFile(good).ok()) << VerifyFullSnapshotFile(good).ToString();
-
-  // Truncated: the size rule catches it.
-  const std::string truncated = dir + "/truncated";
-  WriteAll(truncated, (body + trailer).substr(0, body.size() + 16));
-  Status st = VerifyFullSnapshotFile(truncated);
-  EXPECT_EQ(st.code(), Code::kDataLoss);
-  EXPECT_NE(st.message().find(truncated), std::string::npos) << st.message();
-
-  // Right size, one bit flipped in the content, then in the trailer.
-  std::string flipped = body + trailer;
-  flipped[1000] ^= 0x10;
-  WriteAll(dir + "/flipped", flipped);
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/flipped").code(), Code::kDataLoss);
-  std::string flipped_trailer = body + trailer;
-  flipped_trailer.back() ^= 0x01;
-  WriteAll(dir + "/flipped_trailer", flipped_trailer);
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/flipped_trailer").code(), Code::kDataLoss);
-
-  // A valid hash but the wrong size (content not a multiple of 512).
-  std::string odd_body = body.substr(0, 1000);
-  common::Sha256 sha2;
-  sha2.Update(odd_body);
-  auto d2 = sha2.Final();
-  WriteAll(dir + "/odd", odd_body + std::string(reinterpret_cast<const char*>(d2.data()), 32));
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/odd").code(), Code::kDataLoss);
-
-  WriteAll(dir + "/empty", "");
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/empty").code(), Code::kDataLoss);
-  EXPECT_EQ(VerifyFullSnapshotFile(dir + "/missing").code(), Code::kNotFound);
-  fs::remove_all(dir);
-}
-
 TEST_F(SnapshotterTest, SnapshotFailingVerificationIsNotUploaded) {
   std::atomic<bool> damage{true};
   auto o = Options();
@@ -713,10 +695,14 @@ TEST_F(SnapshotterTest, SnapshotFailingVerificationIsNotUploaded) {
   }
 }
 
+// GC runs on the snapshotter's clock, every gc_period, judging ages by the clock's time.
 TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
+  // Far from real time: the old deltas are garbage only by the clock's reading (by the real
+  // clock they would not be created yet).
+  common::ManualClock clock(std::chrono::system_clock::time_point(4102444800s));  // 2100-01-01
   for (int i = 0; i < 50; ++i) Put("fill" + std::to_string(i), "x");
   // Four old streams (a full and a delta each), older than a day: start-up takes a full.
-  auto now = std::chrono::system_clock::now();
+  const auto now = clock.WallNow();
   for (int i = 1; i <= 4; ++i) {
     auto created = now - std::chrono::hours(100 - i);
     SaveFake(SnapshotKind::kFull, 0, i * 10, created);
@@ -725,17 +711,18 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
   auto o = Options();
   o.gc.policy = GcPolicy::kLimitBased;
   o.gc.max_backups = 2;
-  o.gc_period = 1100ms;
-  Snapshotter s(*store_, *client_, o);
+  o.gc_period = 60s;
+  Snapshotter s(*store_, *client_, o, clock);
   Running run(s);
   ASSERT_TRUE(run.WaitActive());
   auto fulls = ListKind(SnapshotKind::kFull);
   ASSERT_EQ(fulls.size(), 5u);
   const std::string latest = fulls.back().snap_name;
   EXPECT_GT(fulls.back().last_revision, 50);
-  // The newest two fulls survive (the latest and the one at 40); older streams lose their
-  // deltas; the latest stream keeps its own.
-  ASSERT_TRUE(WaitFor([&] { return List().size() == 2; }, 8s)) << List().size();
+  // One period later the newest two fulls survive (the latest and the one at 40); older streams
+  // lose their deltas; the latest stream keeps its own.
+  clock.Advance(o.gc_period);
+  ASSERT_TRUE(WaitFor([&] { return List().size() == 2; })) << List().size();
   auto left = List();
   EXPECT_EQ(left[0].kind, SnapshotKind::kFull);
   EXPECT_EQ(left[0].last_revision, 40);
@@ -743,12 +730,19 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
   Put("more", "1");
   auto d = s.TriggerDelta();
   ASSERT_TRUE(d.ok() && d->has_value());
-  // Two GC periods later the latest stream is intact.
-  std::this_thread::sleep_for(2500ms);
-  auto after = List();
-  ASSERT_EQ(after.size(), 3u);
-  EXPECT_EQ(after[1].snap_name, latest);
-  EXPECT_EQ(after[2].snap_name, (*d)->snap_name);
+  // Two more periods. Each run deletes a fresh delta of the older stream (so it did run), and
+  // leaves the latest stream, now with a delta of its own, intact.
+  for (int period = 2; period <= 3; ++period) {
+    SCOPED_TRACE(period);
+    SaveFake(SnapshotKind::kIncr, 41, 45, now - 99h);
+    ASSERT_EQ(List().size(), 4u);
+    clock.Advance(o.gc_period);
+    ASSERT_TRUE(WaitFor([&] { return List().size() == 3; })) << List().size();
+    auto after = List();
+    EXPECT_EQ(after[0].last_revision, 40);
+    EXPECT_EQ(after[1].snap_name, latest);
+    EXPECT_EQ(after[2].snap_name, (*d)->snap_name);
+  }
   EXPECT_TRUE(run.Finish().ok());
 }
 

@@ -72,6 +72,7 @@ class EtcdClient {
     // The next response; kCanceled after Cancel(), kDeadlineExceeded when nothing arrived
     // within `timeout` (the watch stays open), another error when the stream ended (for example
     // the revision was compacted: the response's compact_revision is reported in the message).
+    // One caller at a time; responses are read ahead by the watch's own thread meanwhile.
     Result<etcdserverpb::WatchResponse> Next(std::chrono::milliseconds timeout);
     // Ends the watch from any thread; a blocked Next returns kCanceled.
     void Cancel();

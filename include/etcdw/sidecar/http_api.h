@@ -13,6 +13,8 @@
 // /snapshot/latest is answered from the store, which every member's sidecar shares.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -45,6 +47,8 @@ class HttpApi {
   explicit HttpApi(Deps deps);
   ~HttpApi();  // waits for a running initialisation
 
+  // Called concurrently by the HTTP server's threads. A snapshot route blocks its thread until
+  // the snapshot is taken (or delegated); the others answer at once.
   common::HttpResponse Handle(const common::HttpRequest& req);
 
   // The backup leader's snapshotter while it leads (null otherwise). A request holds its own
@@ -60,12 +64,14 @@ class HttpApi {
   common::HttpResponse Snapshot(const common::HttpRequest& req);
   common::HttpResponse Delegate(const common::HttpRequest& req);
 
-  Deps deps_;
+  const Deps deps_;  // set at construction, read-only after
   mutable std::mutex mu_;
-  InitState state_ = InitState::kNew;
-  std::thread worker_;
-  std::shared_ptr<Snapshotter> snapshotter_;
-  std::atomic<bool> healthy_{false};
+  InitState state_ ABSL_GUARDED_BY(mu_) = InitState::kNew;
+  // The initialisation thread: started by Start() (while the state is New, so the previous one
+  // has ended) and joined there or by the destructor.
+  std::thread worker_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<Snapshotter> snapshotter_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> healthy_{false};  // set by the leader loop, read by /healthz
 };
 
 }  // namespace etcdw::sidecar

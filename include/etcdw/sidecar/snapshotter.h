@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/cron.h"
@@ -46,14 +47,34 @@ struct SnapshotterOptions {
   std::chrono::milliseconds snapshot_timeout{15 * 60000};
   // Test seam, empty in production: called with the local file of every snapshot (the streamed
   // "<temp_dir>/db" of a full one, the raw payload of a delta) right before it is verified, so
-  // that a test can damage it and watch the upload being refused.
+  // that a test can damage it and watch the upload being refused. Runs on the loop thread (see
+  // Snapshotter): while it blocks, so does every snapshot, trigger and Stop(); it must not call
+  // the Snapshotter.
   std::function<void(const std::string& path)> before_verify;
 };
 
+// Threads:
+//   the loop      the thread that calls Run(): the start-up snapshot, the schedule and timers,
+//                 the watch's events, every snapshot (taken, verified, compressed, uploaded)
+//                 and the triggers' work, one at a time. It blocks on the member and the store
+//                 for as long as a snapshot takes (bounded by snapshot_timeout and the store's
+//                 own timeouts).
+//   the pump      one per open watch, started and joined by the loop: reads the watch stream
+//                 and queues each response for the loop. It blocks only in Watch::Next.
+//   GC            started by the loop after the start-up snapshot, joined when Run() ends: every
+//                 gc_period
+//                 lists the store and deletes garbage. It shares only the store with the loop.
+//   callers       any other thread: TriggerFull/TriggerDelta queue a request and block until
+//                 the loop has served it; Stop() blocks until Run() has returned; active() and
+//                 queued_triggers() never block. None of them may be called from the loop (the
+//                 before_verify seam) or from a thread the loop waits for.
 class Snapshotter {
  public:
-  // `store` and `client` (the local member's endpoint) must outlive the snapshotter.
-  Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options);
+  // `store`, `client` (the local member's endpoint) and `clock` must outlive the snapshotter.
+  // Every reading of time and every timed wait goes through `clock`: the schedule, the delta
+  // and GC periods, the drain deadline, snapshot names and GC's "now".
+  Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options,
+              const common::Clock& clock = common::SystemClock::Instance());
   ~Snapshotter();  // Stop()
 
   // Takes the start-up snapshot, then runs the schedule, the delta timer, the watch and GC until
@@ -77,16 +98,15 @@ class Snapshotter {
   // the call is included: the current revision is read first and the watch is drained up to it
   // (for at most connection_timeout). FailedPrecondition when deltas are off (delta_period < 1 s).
   Result<std::optional<SnapshotInfo>> TriggerDelta();
+  // Triggers waiting for Run()'s loop to take them (one made during the start-up snapshot waits
+  // here until that ends). For tests and diagnostics.
+  size_t queued_triggers() const;
 
   class Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
-  std::atomic<bool> active_{false};
+  std::atomic<bool> active_{false};  // written by the loop, read by any thread
 };
-
-// Checks a full snapshot file as gardener does: size % 512 == 32 and the trailing SHA-256 of
-// everything before it. DataLoss naming the file otherwise.
-Status VerifyFullSnapshotFile(const std::string& path);
 
 }  // namespace etcdw::sidecar
