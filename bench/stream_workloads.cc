@@ -127,7 +127,7 @@ Outcome WatchFanOut(Target& target, const BenchOptions& opts, int puts_per_sec) 
   auto stop_all = [&] {
     for (auto& w : watchers) w->Stop();
   };
-  if (!testing::WaitFor([&] {
+  if (!testing::WaitUntil([&] {
         for (auto& w : watchers) {
           if (!w->created()) return false;
         }

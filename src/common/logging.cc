@@ -189,7 +189,7 @@ bool Enabled(Level level) {
 }
 
 void Write(Level level, std::string_view msg, std::initializer_list<Field> fields,
-           const std::source_location& loc) {
+           const SourceLocation& loc) {
   std::string line;
   line.reserve(128 + msg.size());
   line += "{\"level\":\"";

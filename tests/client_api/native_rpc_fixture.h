@@ -19,15 +19,16 @@
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/client_api/native_rpc_server.h"
 #include "etcdw/common/config.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::client_api {
 
 class NativeRpcServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/etcdw-native-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("native");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(dir_.empty());
     auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ +
                                        "\nlisten-peer-urls: http://127.0.0.1:0\n" +
                                        "listen-client-urls: http://127.0.0.1:0\n",
@@ -47,7 +48,7 @@ class NativeRpcServerTest : public ::testing::Test {
     native_.reset();
     if (server_) server_->Stop();
     server_.reset();
-    std::filesystem::remove_all(dir_);
+    scratch_.reset();
   }
 
   void StartNative(NativeRpcOptions o = {}) {
@@ -131,6 +132,7 @@ class NativeRpcServerTest : public ::testing::Test {
     return result;
   }
 
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string dir_;
   std::unique_ptr<member::EtcdServer> server_;
   std::unique_ptr<NativeRpcServer> native_;

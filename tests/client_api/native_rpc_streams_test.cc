@@ -14,6 +14,7 @@
 #include "etcdw/member/watch_hub.h"
 #include "native_rpc_fixture.h"
 #include "support/await.h"
+#include "support/watch_requests.h"
 
 namespace etcdw::client_api {
 namespace {
@@ -25,13 +26,9 @@ using etcdserverpb::WatchResponse;
 
 using WatchStreamPtr = std::unique_ptr<grpc::ClientReaderWriter<WatchRequest, WatchResponse>>;
 
+// Without a start revision: what the stream tests watch is what happens after.
 WatchRequest CreateWatch(const std::string& key, const std::string& end, bool prev_kv) {
-  WatchRequest req;
-  auto* c = req.mutable_create_request();
-  c->set_key(key);
-  c->set_range_end(end);
-  c->set_prev_kv(prev_kv);
-  return req;
+  return testsupport::CreateWatch(key, end, /*start_rev=*/0, prev_kv);
 }
 
 // Reads responses until `want` events arrived; their serialized events in order.

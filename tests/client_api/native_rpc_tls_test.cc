@@ -10,17 +10,11 @@
 #include <string>
 
 #include "native_rpc_fixture.h"
+#include "support/files.h"
 #include "test_certs.h"
 
 namespace etcdw::client_api {
 namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class NativeRpcTlsTest : public NativeRpcServerTest {
  protected:
@@ -45,10 +39,10 @@ class NativeRpcTlsTest : public NativeRpcServerTest {
   // A KV stub over TLS, presenting `client`'s certificate unless it is empty.
   std::unique_ptr<etcdserverpb::KV::Stub> TlsKv(const std::string& client) {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = Slurp(certs_.Crt("ca"));
+    ssl.pem_root_certs = testsupport::ReadFile(certs_.Crt("ca"));
     if (!client.empty()) {
-      ssl.pem_private_key = Slurp(certs_.Key(client));
-      ssl.pem_cert_chain = Slurp(certs_.Crt(client));
+      ssl.pem_private_key = testsupport::ReadFile(certs_.Key(client));
+      ssl.pem_cert_chain = testsupport::ReadFile(certs_.Crt(client));
     }
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

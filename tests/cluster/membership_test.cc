@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "support/scratch_dir.h"
+
 namespace etcdw::cluster {
 namespace {
 
@@ -46,9 +48,9 @@ TEST(MembershipTest, InitialMembersAreEtcdsAndRuntimeIdsIncludeTime) {
 }
 
 TEST(MembershipTest, ChangesArePersistedAndReloaded) {
-  char tmpl[] = "/tmp/etcdw-member-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
+  testsupport::ScratchDir scratch("membership");
+  ASSERT_FALSE(scratch.path().empty());
+  const std::string& dir = scratch.path();
   {
     auto e = storage::Engine::Open(dir + "/db", {});
     ASSERT_TRUE(e.ok());
@@ -84,7 +86,6 @@ TEST(MembershipTest, ChangesArePersistedAndReloaded) {
   ASSERT_TRUE(local.ok());
   EXPECT_EQ(local.value(), std::optional<uint64_t>(1));
   e->reset();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/files.h"
 #include "test_certs.h"
 
 namespace etcdw::common {
@@ -460,8 +461,7 @@ TEST(HttpSendTest, WritesA2xxBodyToTheResponseFileAndKeepsErrorsInMemory) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 200);
   EXPECT_TRUE(r->body.empty());
-  std::ifstream in(path, std::ios::binary);
-  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string got = testsupport::ReadFile(path);
   EXPECT_TRUE(got == content) << "file holds " << got.size() << " bytes";
 
   const std::string not_created = TempPath("not-created");
@@ -516,8 +516,7 @@ TEST(HttpSendTest, NamesUnderLocalhostAreDialedOnLoopback) {
 TEST_F(HttpTlsTest, CaBundleAsTextAndInsecureSkipVerify) {
   auto server = HttpServer::Start(ServerOptions(), Echo);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  std::ifstream in(certs_->Crt("ca"));
-  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string pem = testsupport::ReadFile(certs_->Crt("ca"));
   HttpClientOptions o;
   o.tls = true;
   o.ca_pem = pem;

@@ -27,6 +27,8 @@
 #include "etcdw/storage/raft_log.h"
 #include "etcdw/storage/versioned_key.h"
 #include "support/await.h"
+#include "support/files.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::data_dir {
 namespace {
@@ -66,17 +68,6 @@ mvccpb::Event DeleteEvent(const std::string& key, int64_t rev) {
   return e;
 }
 
-void FlipByte(const std::string& path, std::streamoff at) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f.good()) << path;
-  f.seekg(at);
-  char c;
-  ASSERT_TRUE(f.read(&c, 1).good());
-  c = static_cast<char>(c ^ 0x10);
-  f.seekp(at);
-  ASSERT_TRUE(f.write(&c, 1).good());
-}
-
 std::vector<std::string> Serialized(const etcdserverpb::RangeResponse& r) {
   std::vector<std::string> out;
   for (const auto& kv : r.kvs()) out.push_back(kv.SerializeAsString());
@@ -86,16 +77,16 @@ std::vector<std::string> Serialized(const etcdserverpb::RangeResponse& r) {
 class DataDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/etcdw-datadir-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("datadir");
+    root_ = scratch_->path();
+    ASSERT_FALSE(root_.empty());
     src_ = root_ + "/src";
     dst_ = root_ + "/dst";
     snap_ = root_ + "/snapshot.db";
   }
   void TearDown() override {
     server_.reset();
-    fs::remove_all(root_);
+    scratch_.reset();
   }
 
   Result<std::unique_ptr<member::EtcdServer>> OpenServer(const std::string& dir,
@@ -232,6 +223,7 @@ class DataDirTest : public ::testing::Test {
   }
 
   common::ManualClock clock_;
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string root_, src_, dst_, snap_;
   std::unique_ptr<member::EtcdServer> server_;
 };
@@ -349,7 +341,7 @@ TEST_F(DataDirTest, RestoreRefusesADamagedSnapshotAndLeavesNothing) {
   StopServer();
   const std::string damaged = root_ + "/damaged.db";
   fs::copy_file(snap_, damaged);
-  FlipByte(damaged, static_cast<std::streamoff>(fs::file_size(damaged) / 2));
+  ASSERT_TRUE(testsupport::FlipByte(damaged, fs::file_size(damaged) / 2));
 
   Status st = RestoreDataDir(damaged, dst_, NewTarget(), false);
   EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
@@ -376,7 +368,7 @@ TEST_F(DataDirTest, SkipHashCheckAcceptsABadTrailerOnly) {
   const int64_t rev = WriteHistory();
   SaveSnapshot(snap_);
   StopServer();
-  FlipByte(snap_, static_cast<std::streamoff>(fs::file_size(snap_) - 1));
+  ASSERT_TRUE(testsupport::FlipByte(snap_, fs::file_size(snap_) - 1));
   Status st = RestoreDataDir(snap_, dst_, NewTarget(), false);
   EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
   EXPECT_TRUE(NothingAt(dst_));
@@ -624,7 +616,7 @@ TEST_F(DataDirTest, FullCheckFindsAFlippedByteInATableFile) {
   ASSERT_GT(size, 100000u) << "no table file holds the data";
   ASSERT_EQ(CheckDataDir(src_, true).state, DataDirState::kValid);
   // In a data block in the middle of the file, away from the blocks a start reads.
-  FlipByte(biggest, static_cast<std::streamoff>(size / 3));
+  ASSERT_TRUE(testsupport::FlipByte(biggest, size / 3));
   DataDirCheck full = CheckDataDir(src_, true);
   EXPECT_EQ(full.state, DataDirState::kCorrupt);
   EXPECT_NE(full.detail.find("checksum"), std::string::npos) << full.detail;
@@ -845,11 +837,8 @@ TEST_F(DataDirTest, CheckJudgesTheRaftStateAgainstTheAppliedIndex) {
   const std::string garbled = root_ + "/garbled";
   fs::copy(src_, garbled, fs::copy_options::recursive);
   for (const auto& f : fs::directory_iterator(garbled + "/member/wal")) {
-    std::fstream seg(f.path(), std::ios::in | std::ios::out | std::ios::binary);
-    std::string data((std::istreambuf_iterator<char>(seg)), std::istreambuf_iterator<char>());
-    const size_t at = data.find_last_not_of('\0') / 2;
-    seg.seekp(static_cast<std::streamoff>(at));
-    seg.put(static_cast<char>(data[at] ^ 0x41));
+    const std::string data = testsupport::ReadFile(f.path());
+    ASSERT_TRUE(testsupport::FlipByte(f.path(), data.find_last_not_of('\0') / 2, 0x41));
   }
   for (bool full : {false, true}) {
     c = CheckDataDir(garbled, full);

@@ -457,30 +457,6 @@ void WatchPair::ExpectNothingPending(const std::string& what) {
   }
 }
 
-etcdserverpb::WatchRequest CreateWatch(const std::string& key, const std::string& end,
-                                       int64_t start_rev, bool prev_kv, int64_t watch_id) {
-  etcdserverpb::WatchRequest req;
-  auto* c = req.mutable_create_request();
-  c->set_key(key);
-  c->set_range_end(end);
-  c->set_start_revision(start_rev);
-  c->set_prev_kv(prev_kv);
-  c->set_watch_id(watch_id);
-  return req;
-}
-
-etcdserverpb::WatchRequest CancelWatch(int64_t watch_id) {
-  etcdserverpb::WatchRequest req;
-  req.mutable_cancel_request()->set_watch_id(watch_id);
-  return req;
-}
-
-etcdserverpb::WatchRequest ProgressRequest() {
-  etcdserverpb::WatchRequest req;
-  req.mutable_progress_request();
-  return req;
-}
-
 // ---------------------------------------------------------------------------------------------
 
 etcdserverpb::RangeRequest RangeReq(const std::string& key, const std::string& end, int64_t rev) {

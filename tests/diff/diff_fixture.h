@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "servers.h"
+#include "watch_requests.h"
 
 namespace etcdw::testing {
 
@@ -185,11 +186,10 @@ class WatchPair {
   WatchSession ours_;
 };
 
-etcdserverpb::WatchRequest CreateWatch(const std::string& key, const std::string& end = "",
-                                       int64_t start_rev = 0, bool prev_kv = false,
-                                       int64_t watch_id = 0);
-etcdserverpb::WatchRequest CancelWatch(int64_t watch_id);
-etcdserverpb::WatchRequest ProgressRequest();
+// Watch requests (support/watch_requests.h).
+using testsupport::CancelWatch;
+using testsupport::CreateWatch;
+using testsupport::ProgressRequest;
 
 // Sends a raw HTTP/1.1 `request` to `port` on loopback and returns the whole answer: until the
 // server closes the connection, or until the body its Content-Length announces is in (etcd keeps

@@ -12,6 +12,7 @@
 
 #include "e2e_util.h"
 #include "servers.h"
+#include "watch_requests.h"
 
 namespace etcdw::testing {
 namespace {
@@ -231,7 +232,7 @@ TEST(CliTest, BadConfigFiles) {
     ExpectConfigRejected(path, c.want, c.what);
   }
   // Nothing was created for the rejected configurations.
-  EXPECT_EQ(ReadFileOrEmpty(file), "x");
+  EXPECT_EQ(ReadFile(file), "x");
   EXPECT_NE(access(dir.File("data").c_str(), F_OK), 0);
 }
 
@@ -299,7 +300,7 @@ TEST(CliTest, LogsAreJsonLines) {
 TEST(CliTest, TheServerAllocatesWithJemalloc) {
   Member m(Member::Kind::kEtcdWrapper);
   ASSERT_TRUE(m.Start()) << m.log();
-  std::string maps = ReadFileOrEmpty("/proc/" + std::to_string(m.process().pid()) + "/maps");
+  std::string maps = ReadFile("/proc/" + std::to_string(m.process().pid()) + "/maps");
   ASSERT_FALSE(maps.empty());
   EXPECT_NE(maps.find("/libjemalloc.so"), std::string::npos) << maps;
   ASSERT_EQ(m.Stop(), 0) << m.log();
@@ -378,9 +379,7 @@ TEST(CliTest, StopIsPromptWithIdleClientsAndOpenStreams) {
   ASSERT_TRUE(idle.Put("k", "v").ok());
   grpc::ClientContext watch_ctx;
   auto watch = idle.watch->Watch(&watch_ctx);
-  etcdserverpb::WatchRequest req;
-  req.mutable_create_request()->set_key("k");
-  ASSERT_TRUE(watch->Write(req));
+  ASSERT_TRUE(watch->Write(testsupport::CreateWatch("k")));
   etcdserverpb::WatchResponse created;
   ASSERT_TRUE(watch->Read(&created));
   ASSERT_TRUE(created.created());
@@ -404,9 +403,7 @@ TEST(CliTest, SecondSignalExitsWithOne) {
   // An open watch stream keeps the graceful stop busy for its grace period.
   grpc::ClientContext ctx;
   auto stream = m.client().watch->Watch(&ctx);
-  etcdserverpb::WatchRequest req;
-  req.mutable_create_request()->set_key("k");
-  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Write(testsupport::CreateWatch("k")));
   etcdserverpb::WatchResponse resp;
   ASSERT_TRUE(stream->Read(&resp));
   ASSERT_TRUE(resp.created());
@@ -440,12 +437,12 @@ TEST(CliTest, ExitCodeFile) {
   ASSERT_TRUE(m.Start()) << m.log();
   EXPECT_EQ(access(path.c_str(), F_OK), -1) << "written before any signal";
   ASSERT_EQ(m.Stop(), 0) << m.log();
-  EXPECT_EQ(ReadFileOrEmpty(path), "terminated");
+  EXPECT_EQ(ReadFile(path), "terminated");
 
   ASSERT_TRUE(m.Start()) << m.log();
   m.process().Signal(SIGINT);
   EXPECT_EQ(m.process().Wait(std::chrono::seconds(20)), 0) << m.log();
-  EXPECT_EQ(ReadFileOrEmpty(path), "interrupt");
+  EXPECT_EQ(ReadFile(path), "interrupt");
 
   // --exit-code-file=PATH form; an unwritable path is logged, the stop is still graceful.
   m.set_extra_args({"--exit-code-file=" + m.dir() + "/no/such/dir/exit_code"});

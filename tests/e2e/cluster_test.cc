@@ -33,7 +33,7 @@ TEST_F(ClusterTest, ThreeMembersElectOneLeaderAndReplicateEveryWrite) {
   }
   // Every member applies them; a linearizable read on any member sees them at once.
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(i), "k19") == "v"; }));
+    EXPECT_TRUE(WaitUntil([&] { return LocalValue(cluster_->member(i), "k19") == "v"; }));
     etcdserverpb::RangeResponse r;
     ASSERT_TRUE(cluster_->member(i).client().Get("k", &r, "l").ok());
     EXPECT_EQ(r.count(), 20);
@@ -89,7 +89,7 @@ TEST_F(ClusterTest, KilledLeaderIsReplacedAndCatchesUpAfterRestart) {
   // The old leader comes back as a follower and catches up.
   ASSERT_TRUE(cluster_->member(leader).Launch(cluster_->SettingsFor({})));
   ASSERT_TRUE(cluster_->member(leader).WaitReady());
-  EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(leader), "after") == "2"; }));
+  EXPECT_TRUE(WaitUntil([&] { return LocalValue(cluster_->member(leader), "after") == "2"; }));
   EXPECT_EQ(LocalValue(cluster_->member(leader), "before"), "1");
 }
 
@@ -112,9 +112,9 @@ TEST_F(ClusterTest, LaggingMemberCatchesUpThroughASnapshotAfterCompaction) {
   ASSERT_TRUE(cluster_->member(lagging).Launch(cluster_->SettingsFor(s)));
   ASSERT_TRUE(cluster_->member(lagging).WaitReady(seconds(30)));
   EXPECT_TRUE(
-      Eventually([&] { return LocalValue(cluster_->member(lagging), "key199") == value + "5199"; },
-                 seconds(30)));
-  EXPECT_TRUE(Eventually([&] {
+      WaitUntil([&] { return LocalValue(cluster_->member(lagging), "key199") == value + "5199"; },
+                seconds(30)));
+  EXPECT_TRUE(WaitUntil([&] {
     return Contains(cluster_->member(lagging).log(), "installed snapshot");
   })) << "caught up without a snapshot";
   etcdserverpb::RangeResponse a, b;
@@ -129,7 +129,7 @@ TEST_F(ClusterTest, LaggingMemberCatchesUpThroughASnapshotAfterCompaction) {
   EXPECT_EQ(a.header().revision(), b.header().revision());
   // And it keeps replicating afterwards.
   ASSERT_TRUE(l.client().Put("post", "snap").ok());
-  EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(lagging), "post") == "snap"; }));
+  EXPECT_TRUE(WaitUntil([&] { return LocalValue(cluster_->member(lagging), "post") == "snap"; }));
 }
 
 TEST_F(ClusterTest, MoveLeaderWithEtcdctl) {
@@ -179,7 +179,7 @@ TEST_F(ClusterTest, MinorityCannotWriteAndMajorityResumes) {
   EXPECT_TRUE(cluster_->member(0).client().kv->Range(Ctx(seconds(2)).get(), lin, &rr).ok());
   // Once it knows it has no leader, streams that require one are refused (etcd's "hasleader"
   // metadata, sent by clients using WithRequireLeader such as kube-apiserver).
-  ASSERT_TRUE(Eventually([&] { return StatusOf(cluster_->member(0)).leader() == 0; }));
+  ASSERT_TRUE(WaitUntil([&] { return StatusOf(cluster_->member(0)).leader() == 0; }));
   {
     auto ctx = Ctx(seconds(5));
     ctx->AddMetadata("hasleader", "true");
@@ -206,7 +206,7 @@ TEST_F(ClusterTest, FiveMembersSurviveTwoFailures) {
   ASSERT_TRUE(PutEventually(cluster_->member(survivor), "five", "ok"));
   for (int i = 0; i < 5; ++i) {
     if (!cluster_->member(i).Running()) continue;
-    EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(i), "five") == "ok"; }));
+    EXPECT_TRUE(WaitUntil([&] { return LocalValue(cluster_->member(i), "five") == "ok"; }));
   }
 }
 

@@ -1,4 +1,5 @@
-// Helpers of the cluster end-to-end tests: waiting for conditions, per-member reads and status.
+// Helpers of the cluster end-to-end tests: per-member reads and status (waiting for conditions:
+// WaitUntil, support/await.h).
 #pragma once
 
 #include <chrono>
@@ -14,17 +15,6 @@ namespace etcdw::testing {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-// Waits until `pred` holds (polling), up to `timeout`.
-template <typename Pred>
-bool Eventually(Pred pred, milliseconds timeout = seconds(20)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return pred();
-}
 
 // A serializable read on one member (what that member has applied).
 inline std::optional<std::string> LocalValue(Member& m, const std::string& key) {
@@ -48,7 +38,7 @@ inline etcdserverpb::StatusResponse StatusOf(Member& m) {
 // A put through `m` retried until it succeeds (a cluster may be electing a leader).
 inline bool PutEventually(Member& m, const std::string& k, const std::string& v,
                           milliseconds timeout = seconds(20)) {
-  return Eventually(
+  return WaitUntil(
       [&] {
         etcdserverpb::PutRequest r;
         r.set_key(k);

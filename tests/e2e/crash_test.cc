@@ -417,7 +417,7 @@ TEST(CrashTest, LeaseExpiresAfterRestart) {
   ASSERT_TRUE(m.client().Get("short", &r).ok());
   ASSERT_EQ(r.kvs_size(), 1) << "leased key lost at restart";
   // Gone once the lease expires (TTL plus an election timeout after the restart).
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(WaitUntil(
       [&] {
         etcdserverpb::RangeResponse now;
         return m.client().Get("short", &now).ok() && now.kvs_size() == 0;

@@ -75,7 +75,7 @@ TEST_P(DefragTest, TheScheduleRunsRoundsAndRetriesUntilOneSucceeds) {
   const auto first = *schedule->Next(clock.WallNow()) + 1min;
   sidecar::DefragScheduler s(Options(), *schedule, 1min, 1min, clock);
   s.Start();
-  ASSERT_TRUE(WaitFor([&] { return s.next_round().has_value(); }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return s.next_round().has_value(); }, 10s));
   EXPECT_EQ(*s.next_round(), first);
 
   // Each round fails (the cluster is not in full health) and waits a minute for its retry.
@@ -83,7 +83,7 @@ TEST_P(DefragTest, TheScheduleRunsRoundsAndRetriesUntilOneSucceeds) {
     SCOPED_TRACE(failed);
     clock.Advance(*s.next_round() - clock.WallNow());
     ASSERT_TRUE(
-        WaitFor([&] { return s.rounds_failed() >= failed && s.next_round().has_value(); }, 30s));
+        WaitUntil([&] { return s.rounds_failed() >= failed && s.next_round().has_value(); }, 30s));
     EXPECT_EQ(s.rounds_failed(), failed);
     EXPECT_EQ(s.rounds_succeeded(), 0);
     EXPECT_EQ(*s.next_round(), first + failed * 1min);
@@ -92,7 +92,7 @@ TEST_P(DefragTest, TheScheduleRunsRoundsAndRetriesUntilOneSucceeds) {
   // With the member back, a retry succeeds (more may fail while it catches up: each is retried
   // when the clock reaches it).
   ASSERT_TRUE(cluster_->member(follower).Start()) << cluster_->member(follower).log();
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         const auto due = s.next_round();  // read before the count: a retry, unless succeeded
         if (s.rounds_succeeded() >= 1) return true;
@@ -103,7 +103,7 @@ TEST_P(DefragTest, TheScheduleRunsRoundsAndRetriesUntilOneSucceeds) {
       << s.rounds_failed() << " rounds failed";
   EXPECT_EQ(s.rounds_succeeded(), 1);
   // Then the next round is the schedule's, not a retry.
-  ASSERT_TRUE(WaitFor([&] { return s.next_round().has_value(); }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return s.next_round().has_value(); }, 10s));
   EXPECT_EQ(*s.next_round(), *schedule->Next(clock.WallNow()) + 1min);
   s.Stop();
 }

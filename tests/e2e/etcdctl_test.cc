@@ -214,11 +214,11 @@ class Watcher {
     started_ = proc_.Start(argv, log_);
   }
   bool started() const { return started_; }
-  std::string output() const { return ReadFileOrEmpty(log_); }
+  std::string output() const { return ReadFile(log_); }
   // Waits until the output contains `text`.
   bool WaitFor(const std::string& text,
                std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-    return testing::WaitFor([&] { return Contains(output(), text); }, timeout);
+    return testing::WaitUntil([&] { return Contains(output(), text); }, timeout);
   }
   Process& process() { return proc_; }
 
@@ -232,7 +232,7 @@ TEST_F(EtcdctlTest, WatchPrefixPrevKv) {
   Watcher w(member_, {"w", "--prefix", "--prev-kv"}, member_.dir() + "/watch.log");
   ASSERT_TRUE(w.started());
   // The watch exists once it reports a put of the sentinel key (put until it does).
-  ASSERT_TRUE(testing::WaitFor(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         Ok({"put", "w/sentinel", "s"});
         return w.WaitFor("w/sentinel", std::chrono::milliseconds(500));
@@ -299,7 +299,7 @@ TEST_F(EtcdctlTest, WatchCompactedRevision) {
 
 TEST_F(EtcdctlTest, WatchStopsWhenServerStops) {
   Watcher w(member_, {"x"}, member_.dir() + "/watch.log");
-  ASSERT_TRUE(testing::WaitFor(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         Ok({"put", "x", "1"});
         return w.WaitFor("PUT\nx\n1\n", std::chrono::milliseconds(500));
@@ -321,8 +321,7 @@ TEST_F(EtcdctlTest, LockAndElect) {
   Process hold;
   std::string hold_log = member_.dir() + "/hold.log";
   ASSERT_TRUE(hold.Start({"etcdctl", "--endpoints=" + member_.endpoint(), "lock", "L"}, hold_log));
-  ASSERT_TRUE(WaitFor([&] { return Contains(ReadFileOrEmpty(hold_log), "L/"); }))
-      << ReadFileOrEmpty(hold_log);
+  ASSERT_TRUE(WaitUntil([&] { return Contains(ReadFile(hold_log), "L/"); })) << ReadFile(hold_log);
   CmdResult second;
   std::atomic<bool> second_done{false};
   std::thread t([&] {
@@ -330,7 +329,7 @@ TEST_F(EtcdctlTest, LockAndElect) {
     second_done = true;
   });
   // The waiter is queued behind the holder: its key shows up under the lock prefix.
-  EXPECT_TRUE(WaitFor([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     return Lines(Ok({"get", "L/", "--prefix", "--keys-only"})).size() >= 4;
   })) << Ok({"get", "L/", "--prefix", "--keys-only"});
   EXPECT_FALSE(second_done.load());
@@ -346,20 +345,19 @@ TEST_F(EtcdctlTest, LockAndElect) {
   std::string leader_log = member_.dir() + "/leader.log";
   ASSERT_TRUE(leader.Start(
       {"etcdctl", "--endpoints=" + member_.endpoint(), "elect", "E", "proposal-1"}, leader_log));
-  ASSERT_TRUE(WaitFor([&] { return Contains(ReadFileOrEmpty(leader_log), "proposal-1"); }))
-      << ReadFileOrEmpty(leader_log);
-  EXPECT_TRUE(
-      std::regex_match(ReadFileOrEmpty(leader_log), std::regex("^E/[0-9a-f]+\nproposal-1\n$")))
-      << ReadFileOrEmpty(leader_log);
+  ASSERT_TRUE(WaitUntil([&] { return Contains(ReadFile(leader_log), "proposal-1"); }))
+      << ReadFile(leader_log);
+  EXPECT_TRUE(std::regex_match(ReadFile(leader_log), std::regex("^E/[0-9a-f]+\nproposal-1\n$")))
+      << ReadFile(leader_log);
   Process observer;
   std::string observer_log = member_.dir() + "/observer.log";
   ASSERT_TRUE(observer.Start({"etcdctl", "--endpoints=" + member_.endpoint(), "elect", "-l", "E"},
                              observer_log));
-  EXPECT_TRUE(WaitFor([&] { return Contains(ReadFileOrEmpty(observer_log), "proposal-1\n"); }))
-      << ReadFileOrEmpty(observer_log);
+  EXPECT_TRUE(WaitUntil([&] { return Contains(ReadFile(observer_log), "proposal-1\n"); }))
+      << ReadFile(observer_log);
   leader.Signal(SIGINT);
   EXPECT_TRUE(leader.Wait(std::chrono::seconds(20)).has_value());
-  EXPECT_TRUE(WaitFor([&] { return Ok({"get", "E/", "--prefix"}).empty(); }));
+  EXPECT_TRUE(WaitUntil([&] { return Ok({"get", "E/", "--prefix"}).empty(); }));
 }
 
 std::string LeaseIdOf(const std::string& grant_output) {
@@ -436,7 +434,11 @@ TEST_F(EtcdctlTest, LeaseExpiryDeletesKeys) {
   Ok({"put", "--lease=" + id, "ephemeral", "1"});
   Ok({"put", "durable", "1"});
   EXPECT_EQ(Ok({"get", "ephemeral", "--print-value-only"}), "1\n");
-  EXPECT_TRUE(WaitFor([&] { return Ok({"get", "ephemeral"}).empty(); }, std::chrono::seconds(30)));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Ok({"get", "ephemeral"}).empty();
+      },
+      std::chrono::seconds(30)));
   EXPECT_EQ(Ok({"lease", "timetolive", id}), "lease " + id + " already expired\n");
   EXPECT_EQ(Ok({"get", "durable", "--print-value-only"}), "1\n");
 }
@@ -568,7 +570,7 @@ TEST_F(EtcdctlTest, SnapshotSave) {
   // Saving twice with no writes in between gives the same bytes.
   std::string path2 = member_.dir() + "/snap2.db";
   ASSERT_EQ(Run({"snapshot", "save", path2}).rc, 0);
-  EXPECT_EQ(ReadFileOrEmpty(path), ReadFileOrEmpty(path2));
+  EXPECT_EQ(ReadFile(path), ReadFile(path2));
 }
 
 TEST_F(EtcdctlTest, Defrag) {

@@ -56,11 +56,11 @@ TEST(LauncherTest, ChildrenDieWithTheTestProcess) {
         std::abort();
       },
       ::testing::KilledBySignal(SIGABRT), "");
-  const std::string pid_text = ReadFileOrEmpty(pid_file(getpid()));
+  const std::string pid_text = ReadFile(pid_file(getpid()));
   std::remove(pid_file(getpid()).c_str());
   ASSERT_FALSE(pid_text.empty());
   const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-  EXPECT_TRUE(WaitFor([&] { return Exited(pid); }, std::chrono::seconds(5)))
+  EXPECT_TRUE(WaitUntil([&] { return Exited(pid); }, std::chrono::seconds(5)))
       << "the child outlived the process that started it";
   if (!Exited(pid)) ::kill(pid, SIGKILL);
 }

@@ -54,25 +54,25 @@ TEST_F(MembershipTest, LearnerJoinsCatchesUpIsPromotedAndRemoved) {
   // It starts with the settings etcdctl printed and catches up from the leader.
   ASSERT_TRUE(joiner.Launch(cluster_->SettingsFor({{"initial-cluster-state", "existing"}})));
   ASSERT_TRUE(joiner.WaitReady(seconds(30)));
-  EXPECT_TRUE(Eventually([&] { return LocalValue(joiner, "k49") == "v"; }));
+  EXPECT_TRUE(WaitUntil([&] { return LocalValue(joiner, "k49") == "v"; }));
   EXPECT_EQ(StatusOf(joiner).header().member_id(), joiner_id);
   EXPECT_TRUE(StatusOf(joiner).islearner());
   // A learner refuses what etcd's learners refuse.
   etcdserverpb::RangeResponse rr;
   auto st = joiner.client().Get("k1", &rr);
   EXPECT_EQ(st.error_message(), "etcdserver: rpc not supported for learner");
-  EXPECT_TRUE(Eventually([&] { return MemberList(cluster_->member(leader)).count("m3") == 1; }));
+  EXPECT_TRUE(WaitUntil([&] { return MemberList(cluster_->member(leader)).count("m3") == 1; }));
   // Killed and restarted, it keeps its identity and its data.
   joiner.Kill();
   ASSERT_TRUE(cluster_->member(leader).client().Put("while-down", "1").ok());
   ASSERT_TRUE(joiner.Launch(cluster_->SettingsFor({{"initial-cluster-state", "existing"}})));
   ASSERT_TRUE(joiner.WaitReady(seconds(30)));
   EXPECT_EQ(StatusOf(joiner).header().member_id(), joiner_id);
-  EXPECT_TRUE(Eventually([&] { return LocalValue(joiner, "while-down") == "1"; }));
+  EXPECT_TRUE(WaitUntil([&] { return LocalValue(joiner, "while-down") == "1"; }));
 
   // Promotion through a follower is decided by the leader.
   CmdResult promote;
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     promote = Etcdctl(cluster_->member(follower), {"member", "promote", IdHex(joiner_id)});
     return promote.rc == 0;
   })) << promote.Describe();
@@ -86,7 +86,7 @@ TEST_F(MembershipTest, LearnerJoinsCatchesUpIsPromotedAndRemoved) {
   // A voter now: it serves linearizable requests and writes.
   ASSERT_TRUE(PutEventually(joiner, "from-joiner", "1"));
   EXPECT_TRUE(
-      Eventually([&] { return LocalValue(cluster_->member(leader), "from-joiner") == "1"; }));
+      WaitUntil([&] { return LocalValue(cluster_->member(leader), "from-joiner") == "1"; }));
   // Promoting it again is refused with etcd's error.
   auto again = Etcdctl(cluster_->member(leader), {"member", "promote", IdHex(joiner_id)});
   EXPECT_NE(again.rc, 0);
@@ -95,7 +95,7 @@ TEST_F(MembershipTest, LearnerJoinsCatchesUpIsPromotedAndRemoved) {
   // Removal: the removed member stops by itself; the others go on with three.
   auto rm = Etcdctl(cluster_->member(leader), {"member", "remove", IdHex(joiner_id)});
   ASSERT_EQ(rm.rc, 0) << rm.Describe();
-  EXPECT_TRUE(Eventually([&] { return !joiner.Running(); }, seconds(15)));
+  EXPECT_TRUE(WaitUntil([&] { return !joiner.Running(); }, seconds(15)));
   EXPECT_TRUE(Contains(joiner.log(), "permanently removed")) << joiner.log();
   EXPECT_EQ(MemberList(cluster_->member(follower)).size(), 3u);
   EXPECT_TRUE(PutEventually(cluster_->member(follower), "after-remove", "1"));
@@ -178,7 +178,7 @@ TEST_F(MembershipTest, LeasesAreKeptAliveAndInspectedThroughAFollower) {
   EXPECT_EQ(ttl.ttl(), -1);
   stream->WritesDone();
   // Without keepalives the leader expires it and every member drops the key.
-  EXPECT_TRUE(Eventually([&] { return !LocalValue(f, "leased").has_value(); }, seconds(10)));
+  EXPECT_TRUE(WaitUntil([&] { return !LocalValue(f, "leased").has_value(); }, seconds(10)));
   // etcdctl through the follower agrees.
   auto r = Etcdctl(f, {"lease", "timetolive", IdHex(static_cast<uint64_t>(granted.id()))});
   EXPECT_EQ(r.rc, 0) << r.Describe();

@@ -33,7 +33,7 @@ class PeerTlsTest : public ::testing::Test {
         std::system(("bash '" + certs_.File("gen.sh") + "' >'" + certs_.File("gen.log") + "' 2>&1")
                         .c_str()),
         0)
-        << ReadFileOrEmpty(certs_.File("gen.log"));
+        << ReadFile(certs_.File("gen.log"));
   }
   void TearDown() override {
     if (HasFailure() && cluster_) DumpLogs(*cluster_);
@@ -72,7 +72,7 @@ TEST_F(PeerTlsTest, ThreeMembersReplicateOverMutualTls) {
     ASSERT_TRUE(follower.client().Put("tls" + std::to_string(i), "v").ok());
   }
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(Eventually([&] { return LocalValue(cluster_->member(i), "tls9") == "v"; }));
+    EXPECT_TRUE(WaitUntil([&] { return LocalValue(cluster_->member(i), "tls9") == "v"; }));
   }
   auto urls = PeerUrls(follower);
   ASSERT_EQ(urls.size(), 3u);
@@ -115,7 +115,7 @@ TEST_F(PeerTlsTest, ClusterMovesToHttpsPeerUrlsOneMemberAtATime) {
     uint64_t id = StatusOf(m).header().member_id();
     m.set_peer_scheme("https");
     CmdResult update;
-    ASSERT_TRUE(Eventually([&] {
+    ASSERT_TRUE(WaitUntil([&] {
       update = Etcdctl(other, {"member", "update", IdHex(id), "--peer-urls=" + m.peer_url()});
       return update.rc == 0;
     })) << update.Describe();
@@ -124,7 +124,7 @@ TEST_F(PeerTlsTest, ClusterMovesToHttpsPeerUrlsOneMemberAtATime) {
     ASSERT_TRUE(m.WaitReady(seconds(30)));
     EXPECT_EQ(StatusOf(m).header().member_id(), id);
     ASSERT_TRUE(PutEventually(other, "step" + std::to_string(i), "done"));
-    EXPECT_TRUE(Eventually([&] { return LocalValue(m, "step" + std::to_string(i)) == "done"; }))
+    EXPECT_TRUE(WaitUntil([&] { return LocalValue(m, "step" + std::to_string(i)) == "done"; }))
         << "member " << i << " does not replicate after moving to https";
   }
   auto urls = PeerUrls(cluster_->member(2));

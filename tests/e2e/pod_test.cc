@@ -124,7 +124,7 @@ class Pod {
   }
 
   bool WaitReady(std::chrono::milliseconds timeout = 60s) {
-    return WaitFor(
+    return WaitUntil(
         [&] {
           auto r = Get(wrapper_port_, "/readyz");
           return r.ok() && r->status == 200;
@@ -133,7 +133,7 @@ class Pod {
   }
   // Until this sidecar leads the backups and its start-up full snapshot is in the store.
   bool WaitBackupLeader(std::chrono::milliseconds timeout = 40s) {
-    return WaitFor(
+    return WaitUntil(
         [&] {
           auto h = Sidecar("/healthz");
           if (!h.ok() || h->status != 200) return false;
@@ -144,10 +144,10 @@ class Pod {
         timeout);
   }
 
-  std::string SidecarLog() const { return ReadFileOrEmpty(dir_.File("sidecar.log")); }
+  std::string SidecarLog() const { return ReadFile(dir_.File("sidecar.log")); }
   std::string Logs() const {
-    return "--- sidecar ---\n" + Tail(ReadFileOrEmpty(dir_.File("sidecar.log"))) +
-           "\n--- wrapper ---\n" + Tail(ReadFileOrEmpty(dir_.File("wrapper.log")));
+    return "--- sidecar ---\n" + Tail(ReadFile(dir_.File("sidecar.log"))) + "\n--- wrapper ---\n" +
+           Tail(ReadFile(dir_.File("wrapper.log")));
   }
 
  private:
@@ -277,7 +277,7 @@ int DamageStore(const std::string& data_dir) {
   for (const auto& e : fs::recursive_directory_iterator(data_dir)) {
     std::string ext = e.path().extension().string();
     if (e.is_regular_file() && (ext == ".sst" || ext == ".log") && fs::file_size(e.path()) > 64) {
-      std::string data = ReadFileOrEmpty(e.path().string());
+      std::string data = ReadFile(e.path().string());
       for (size_t i = 16; i < data.size(); i += 97) data[i] = static_cast<char>(~data[i]);
       WriteFile(e.path().string(), data);
       ++damaged;
@@ -331,7 +331,7 @@ TEST(PodTest, ADamagedMemberOfAClusterResynchronisesFromItsPeers) {
   }
   // A member whose sidecar does not lead the backups.
   Pod* victim = nullptr;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         int leaders = 0;
         Pod* follower = nullptr;
@@ -351,7 +351,7 @@ TEST(PodTest, ADamagedMemberOfAClusterResynchronisesFromItsPeers) {
   ASSERT_TRUE(victim->StartWrapper());
   // Promoted by its sidecar once caught up (a learner is not ready: it refuses linearizable
   // reads, as etcd's do); then ready, serving every key.
-  EXPECT_TRUE(WaitFor([&] { return MemberNames(survivor) == voters; }, 90s)) << victim->Logs();
+  EXPECT_TRUE(WaitUntil([&] { return MemberNames(survivor) == voters; }, 90s)) << victim->Logs();
   ASSERT_TRUE(victim->WaitReady(30s)) << victim->Logs();
   const std::string log = victim->SidecarLog();
   EXPECT_TRUE(Contains(log, "resynchronising from peers")) << victim->Logs();
@@ -359,7 +359,7 @@ TEST(PodTest, ADamagedMemberOfAClusterResynchronisesFromItsPeers) {
   EXPECT_TRUE(Contains(log, "promoted this member to a voting member")) << victim->Logs();
   Dump expected = DumpAll(survivor);
   EXPECT_EQ(expected.kvs.size(), 21u);
-  EXPECT_TRUE(WaitFor([&] { return DumpAll(victim->Endpoint()).kvs == expected.kvs; }, 20s))
+  EXPECT_TRUE(WaitUntil([&] { return DumpAll(victim->Endpoint()).kvs == expected.kvs; }, 20s))
       << victim->Logs();
 }
 
@@ -367,7 +367,7 @@ TEST(PodTest, ServesGardenersHttpApi) {
   Pod pod;
   ASSERT_TRUE(pod.StartSidecar());
   // Before initialisation: New, and not healthy (no etcd yet).
-  EXPECT_TRUE(WaitFor([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     auto r = pod.Sidecar("/initialization/status");
     return r.ok() && r->status == 200 && r->body == "New";
   }));
@@ -389,7 +389,7 @@ TEST(PodTest, ServesGardenersHttpApi) {
   // Initialisation of an empty directory succeeds once, then the state is New again.
   EXPECT_EQ(pod.Sidecar("/initialization/start?mode=sanity")->status, 200);
   std::string final_state;
-  EXPECT_TRUE(WaitFor([&] {
+  EXPECT_TRUE(WaitUntil([&] {
     auto r = pod.Sidecar("/initialization/status");
     if (r.ok() && (r->body == "Successful" || r->body == "Failed")) final_state = r->body;
     return !final_state.empty();
@@ -445,7 +445,7 @@ TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34Member) {
   };
   const std::string log = dir.File("sidecar.log");
   // Backup leader of the one-member cluster, with its start-up full snapshot.
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         auto h = get("/healthz");
         if (!h.ok() || h->status != 200 || h->body != R"({"health":true})") return false;
@@ -453,13 +453,13 @@ TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34Member) {
         return l.ok() && l->body.find("\"fullSnapshot\":null") == std::string::npos;
       },
       40s))
-      << ReadFileOrEmpty(log);
+      << ReadFile(log);
 
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(Etcdctl(etcd, {"put", "k" + std::to_string(i), "v"}).rc, 0);
   }
   auto full = get("/snapshot/full");
-  ASSERT_TRUE(full.ok() && full->status == 200) << ReadFileOrEmpty(log);
+  ASSERT_TRUE(full.ok() && full->status == 200) << ReadFile(log);
   nlohmann::json fj = ParseJson(full->body);
   const int64_t full_rev = fj["lastRevision"].get<int64_t>();
   EXPECT_EQ(fj["kind"], "Full");
@@ -478,7 +478,7 @@ TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34Member) {
   ASSERT_EQ(Etcdctl(etcd, {"put", "k1", "changed"}).rc, 0);
   ASSERT_EQ(Etcdctl(etcd, {"del", "k2"}).rc, 0);
   auto delta = get("/snapshot/delta");
-  ASSERT_TRUE(delta.ok() && delta->status == 200) << ReadFileOrEmpty(log);
+  ASSERT_TRUE(delta.ok() && delta->status == 200) << ReadFile(log);
   nlohmann::json dj = ParseJson(delta->body);
   EXPECT_EQ(dj["kind"], "Incr");
   EXPECT_EQ(dj["startRevision"].get<int64_t>(), full_rev + 1);

@@ -64,7 +64,7 @@ class WrapperPod {
                        {"HOME=" + home()});
   }
   std::string log() const {
-    return ReadFileOrEmpty(dir_.File("wrapper-" + std::to_string(starts_) + ".log"));
+    return ReadFile(dir_.File("wrapper-" + std::to_string(starts_) + ".log"));
   }
 
   // GET /readyz: the HTTP status, or -1 when the request failed.
@@ -78,7 +78,7 @@ class WrapperPod {
   }
   bool WaitReadyz(int want, std::chrono::milliseconds timeout = 30s,
                   const common::HttpClientOptions& tls = {}) {
-    return WaitFor([&] { return Readyz(tls) == want; }, timeout);
+    return WaitUntil([&] { return Readyz(tls) == want; }, timeout);
   }
 
  private:
@@ -109,14 +109,14 @@ TEST(WrapperTest, BootstrapsThroughTheSidecarAndPicksTheValidationModeFromHowItS
   struct stat st {};
   ASSERT_EQ(::stat((pod.home() + "/etcd.conf.yaml").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(ReadFileOrEmpty(pod.home() + "/etcd.conf.yaml"), pod.Config());
+  EXPECT_EQ(ReadFile(pod.home() + "/etcd.conf.yaml"), pod.Config());
   // It is the store: etcdctl writes and reads.
   ASSERT_EQ(Etcdctl(pod.endpoint(), {"put", "k", "v1"}).rc, 0);
 
   // SIGTERM: the signal is recorded, the stop is graceful.
   pod.process().Signal(SIGTERM);
   ASSERT_EQ(pod.process().Wait(20s), 0) << pod.log();
-  EXPECT_EQ(ReadFileOrEmpty(pod.exit_code_file()), "terminated");
+  EXPECT_EQ(ReadFile(pod.exit_code_file()), "terminated");
   // A legacy marker beside it is removed at the next start.
   WriteFile(pod.home() + "/validation_marker", "x");
 
@@ -140,7 +140,7 @@ TEST(WrapperTest, BootstrapsThroughTheSidecarAndPicksTheValidationModeFromHowItS
   // SIGINT is recorded as "interrupt" and also leads to sanity.
   pod.process().Signal(SIGINT);
   ASSERT_EQ(pod.process().Wait(20s), 0) << pod.log();
-  EXPECT_EQ(ReadFileOrEmpty(pod.exit_code_file()), "interrupt");
+  EXPECT_EQ(ReadFile(pod.exit_code_file()), "interrupt");
   ASSERT_TRUE(pod.Launch());
   ASSERT_TRUE(pod.WaitReadyz(200)) << pod.log();
   EXPECT_EQ(pod.sidecar().StartModes().back(), "sanity");
@@ -185,7 +185,7 @@ TEST(WrapperTest, WaitsForASidecarThatIsNotUpYet) {
   auto failures = [&] {
     return LogsWithMsg(pod.log(), "error while fetching initialization status");
   };
-  ASSERT_TRUE(WaitFor([&] { return failures().size() >= 2; }, 30s)) << pod.log();
+  ASSERT_TRUE(WaitUntil([&] { return failures().size() >= 2; }, 30s)) << pod.log();
   EXPECT_TRUE(pod.process().Running()) << pod.log();
   EXPECT_EQ(pod.Readyz(), -1) << "the /readyz server starts with the store";
   const auto logged = failures();
@@ -202,7 +202,7 @@ TEST(WrapperTest, SignalsDuringBootstrapAndASecondSignal) {
   SleepMs(500);
   pod.process().Signal(SIGTERM);
   ASSERT_EQ(pod.process().Wait(10s), 0) << pod.log();
-  EXPECT_EQ(ReadFileOrEmpty(pod.exit_code_file()), "terminated");
+  EXPECT_EQ(ReadFile(pod.exit_code_file()), "terminated");
 
   // A second signal while the graceful stop is under way exits at once with 1. Both are
   // delivered while the process is stopped (SIGSTOP), so the second is certain to arrive
@@ -330,7 +330,7 @@ TEST(WrapperTest, UnreachableSidecarAndBadConfigsGiveClearErrors) {
   Process p;
   ASSERT_TRUE(p.Start(pod.Args(), pod.home() + "/nohome.log", {"HOME"}));
   EXPECT_EQ(p.Wait(20s), 1);
-  EXPECT_TRUE(Contains(ReadFileOrEmpty(pod.home() + "/nohome.log"), "HOME is not set"));
+  EXPECT_TRUE(Contains(ReadFile(pod.home() + "/nohome.log"), "HOME is not set"));
 }
 
 TEST(WrapperTest, ReadyzFollowsQuorumInAThreeMemberCluster) {
@@ -349,18 +349,18 @@ TEST(WrapperTest, ReadyzFollowsQuorumInAThreeMemberCluster) {
     return r.ok() ? r->status : -1;
   };
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(WaitFor([&] { return readyz(i) == 200; }, 20s)) << c.LogTails();
+    EXPECT_TRUE(WaitUntil([&] { return readyz(i) == 200; }, 20s)) << c.LogTails();
   }
   // Two members gone: the survivor has no quorum and turns 503 promptly.
   c.member(1).Kill();
   c.member(2).Kill();
   auto lost = std::chrono::steady_clock::now();
-  EXPECT_TRUE(WaitFor([&] { return readyz(0) == 503; }, 10s)) << c.LogTails();
+  EXPECT_TRUE(WaitUntil([&] { return readyz(0) == 503; }, 10s)) << c.LogTails();
   EXPECT_LT(std::chrono::steady_clock::now() - lost, 5s);
   // Back: 200 again.
   ASSERT_TRUE(c.member(1).Launch(c.SettingsFor({})));
   ASSERT_TRUE(c.member(2).Launch(c.SettingsFor({})));
-  EXPECT_TRUE(WaitFor([&] { return readyz(0) == 200; }, 30s)) << c.LogTails();
+  EXPECT_TRUE(WaitUntil([&] { return readyz(0) == 200; }, 30s)) << c.LogTails();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "etcdw/common/etcd_errors.h"
 #include "support/await.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::member {
 namespace {
@@ -22,13 +23,13 @@ using testsupport::Await;
 class EtcdServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/etcdw-server-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("server");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     server_.reset();
-    std::filesystem::remove_all(dir_);
+    scratch_.reset();
   }
 
   void Open(const std::string& extra_yaml = "") {
@@ -61,6 +62,7 @@ class EtcdServerTest : public ::testing::Test {
   }
 
   common::ManualClock clock_;
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string dir_;
   std::unique_ptr<EtcdServer> server_;
 };

@@ -13,22 +13,14 @@
 #include "etcdw/mvcc/kv_store.h"
 #include "etcdw/mvcc/txn.h"
 #include "etcdw/storage/engine.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::mvcc::testutil {
 
-class TempDir {
+// A temporary directory for one test (support/scratch_dir.h).
+class TempDir : public testsupport::ScratchDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/etcdw-mvcc-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ScratchDir("mvcc-test") {}
 };
 
 inline etcdserverpb::PutRequest PutReq(const std::string& key, const std::string& value,

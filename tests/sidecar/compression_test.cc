@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "etcdw/common/hash.h"
+#include "support/files.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -60,20 +62,17 @@ std::string MixedData(size_t size, uint32_t seed) {
 class CompressionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "etcdw-compression-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("compression");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(scratch_->path().empty());
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { scratch_.reset(); }
 
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
   void Write(const std::string& name, const std::string& data) const {
-    std::ofstream(Path(name), std::ios::binary) << data;
+    ASSERT_TRUE(testsupport::WriteFile(Path(name), data));
   }
-  std::string Read(const std::string& name) const {
-    std::ifstream f(Path(name), std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
+  std::string Read(const std::string& name) const { return testsupport::ReadFile(Path(name)); }
   // Compresses `data` with `c` and returns the compressed bytes.
   std::string Compress(const std::string& data, Compression c) {
     Write("plain", data);
@@ -96,6 +95,7 @@ class CompressionTest : public ::testing::Test {
     EXPECT_FALSE(fs::exists(Path("out"))) << what;
   }
 
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   fs::path dir_;
 };
 

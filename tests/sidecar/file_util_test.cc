@@ -13,19 +13,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/files.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::sidecar {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class FileUtilTest : public ::testing::Test {
  protected:
@@ -50,14 +44,14 @@ TEST(ErrnoErrorTest, IsInternalWithTheSystemsWords) {
 TEST_F(FileUtilTest, WriteFileCreatesPrivateAndReplacesWhole) {
   const std::string path = Path("payload");
   ASSERT_TRUE(WriteFile(path, std::string("long content\0with a zero", 24)).ok());
-  EXPECT_EQ(Contents(path), std::string("long content\0with a zero", 24));
+  EXPECT_EQ(testsupport::ReadFile(path), std::string("long content\0with a zero", 24));
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
   // A shorter write leaves nothing of the old content.
   ASSERT_TRUE(WriteFile(path, "short").ok());
-  EXPECT_EQ(Contents(path), "short");
+  EXPECT_EQ(testsupport::ReadFile(path), "short");
   ASSERT_TRUE(WriteFile(path, "").ok());
   EXPECT_EQ(fs::file_size(path), 0u);
 }

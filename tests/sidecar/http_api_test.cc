@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "etcdw/sidecar/local_store.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -26,9 +27,9 @@ common::HttpRequest Get(const std::string& target) {
 class DelegationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = fs::temp_directory_path().string() + "/etcdw-http-api-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("http-api");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(scratch_->path().empty());
     auto store = NewLocalStore(dir_ + "/store", "p");
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
@@ -52,7 +53,7 @@ class DelegationTest : public ::testing::Test {
   }
   void TearDown() override {
     leader_.reset();
-    fs::remove_all(dir_);
+    scratch_.reset();
   }
 
   // A follower's API whose leader lookup answers `url` (or fails when empty).
@@ -67,6 +68,7 @@ class DelegationTest : public ::testing::Test {
   }
   std::string LeaderUrl() const { return "http://127.0.0.1:" + std::to_string(leader_->port()); }
 
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string dir_;
   std::unique_ptr<SnapStore> store_;
   std::unique_ptr<common::HttpServer> leader_;

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "support/clock_util.h"
+#include "support/files.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -23,12 +25,12 @@ using testsupport::Unix;
 class LocalStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = fs::temp_directory_path().string() + "/etcdw-local-store-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("local-store");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(scratch_->path().empty());
     root_ = dir_ + "/default.bkp";
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { scratch_.reset(); }
 
   std::unique_ptr<SnapStore> Open(const std::string& prefix) {
     Result<std::unique_ptr<SnapStore>> r = NewLocalStore(root_, prefix);
@@ -41,12 +43,7 @@ class LocalStoreTest : public ::testing::Test {
     std::ofstream(path, std::ios::binary) << content;
     return path;
   }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string Read(const std::string& path) { return testsupport::ReadFile(path); }
   static void Touch(const std::string& path, const std::string& content = "x") {
     fs::create_directories(fs::path(path).parent_path());
     std::ofstream(path, std::ios::binary) << content;
@@ -62,6 +59,7 @@ class LocalStoreTest : public ::testing::Test {
     return st.st_mode & 0777;
   }
 
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string dir_, root_;
   int sources_ = 0;
 };

@@ -18,6 +18,7 @@
 #include "process.h"
 #include "s3rver.h"
 #include "support/clock_util.h"
+#include "support/files.h"
 #include "test_certs.h"
 
 namespace etcdw::sidecar {
@@ -31,13 +32,6 @@ constexpr char kBucket[] = "snapshots";
 constexpr int64_t kOneMiB = int64_t{1} << 20;
 
 using testsupport::Unix;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string RandomBytes(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -116,10 +110,10 @@ class S3StoreTest : public ::testing::Test {
     std::ofstream(dest) << "stale content, longer than the object";
     Status st = store.Fetch((*list)[1], dest);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_EQ(ReadAll(dest), std::string("delta\0bytes", 11));
+    EXPECT_EQ(testsupport::ReadFile(dest), std::string("delta\0bytes", 11));
     st = store.Fetch((*list)[0], dest);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_EQ(ReadAll(dest), "full snapshot bytes");
+    EXPECT_EQ(testsupport::ReadFile(dest), "full snapshot bytes");
 
     st = store.Delete((*list)[0]);
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -226,7 +220,8 @@ TEST_F(S3StoreTest, MultipartUploadOfALargeFileInParallelParts) {
   st = store->Fetch((*list)[0], dest);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(fs::file_size(dest), content.size());
-  EXPECT_TRUE(ReadAll(dest) == content) << "downloaded bytes differ from the uploaded ones";
+  EXPECT_TRUE(testsupport::ReadFile(dest) == content)
+      << "downloaded bytes differ from the uploaded ones";
 }
 
 TEST_F(S3StoreTest, ListingFollowsContinuationTokens) {
@@ -271,7 +266,7 @@ TEST_F(S3StoreTest, HttpsWithTrustedCaCertOrInsecureSkipVerify) {
   ASSERT_TRUE(tls.Start({kBucket}, certs.Crt("s3"), certs.Key("s3"))) << tls.log();
   SnapStoreOptions o = Options("tls");
   o.endpoint_override = tls.vhost_endpoint();
-  const std::string pem = ReadAll(certs.Crt("ca"));
+  const std::string pem = testsupport::ReadFile(certs.Crt("ca"));
 
   // Without trustedCaCert the system store is used, which does not know the test CA.
   auto untrusted = Open(o);

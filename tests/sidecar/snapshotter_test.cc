@@ -22,6 +22,9 @@
 #include "etcdw/sidecar/local_store.h"
 #include "etcdw/sidecar/restorer.h"
 #include "etcdw/sidecar/snapshot_verify.h"
+#include "support/await.h"
+#include "support/files.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -29,28 +32,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteAll(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
-
-// Polls `pred` every 20 ms until it holds or `timeout` passes.
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
+using testsupport::ReadFile;
+using testsupport::WaitUntil;
+using testsupport::WriteFile;
 
 CronSchedule Schedule(const std::string& spec) {
   auto s = CronSchedule::Parse(spec);
@@ -67,7 +51,7 @@ class Running {
   }
   ~Running() { (void)Finish(); }
   bool WaitActive(std::chrono::milliseconds timeout = 10s) {
-    return WaitFor([&] { return s_.active() || Ended(); }, timeout) && s_.active();
+    return WaitUntil([&] { return s_.active() || Ended(); }, timeout) && s_.active();
   }
   bool Ended() { return result_.wait_for(0s) == std::future_status::ready; }
   // Waits (bounded) for Run to return by itself.
@@ -103,9 +87,9 @@ class Running {
 class SnapshotterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/etcdw-snapshotter-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("snapshotter");
+    root_ = scratch_->path();
+    ASSERT_FALSE(root_.empty());
     temp_dir_ = root_ + "/tmp";
     fs::create_directories(temp_dir_);
     fs::create_directories(root_ + "/scratch");
@@ -122,8 +106,7 @@ class SnapshotterTest : public ::testing::Test {
     if (server_) server_->Stop();
     native_.reset();
     server_.reset();
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+    scratch_.reset();
   }
 
   void StartMember() {
@@ -137,7 +120,7 @@ class SnapshotterTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
     ASSERT_TRUE(server_->Start().ok());
-    ASSERT_TRUE(WaitFor([&] { return server_->Published(); }));
+    ASSERT_TRUE(WaitUntil([&] { return server_->Published(); }));
     client_api::NativeRpcOptions o;
     o.urls = cfg->listen_client_urls;
     auto n = client_api::NativeRpcServer::Start(*server_, o);
@@ -222,7 +205,7 @@ class SnapshotterTest : public ::testing::Test {
     return out;
   }
   std::vector<DeltaEvent> DeltaEvents(const SnapshotInfo& s) {
-    auto events = ParseDelta(ReadAll(FetchPayload(s)));
+    auto events = ParseDelta(ReadFile(FetchPayload(s)));
     EXPECT_TRUE(events.ok()) << events.status().ToString();
     return events.ok() ? *events : std::vector<DeltaEvent>();
   }
@@ -234,10 +217,11 @@ class SnapshotterTest : public ::testing::Test {
                 std::chrono::system_clock::time_point created) {
     SnapshotInfo s = NewSnapshot(kind, start, last, created, ".gz", false);
     const std::string src = root_ + "/scratch/fake";
-    WriteAll(src, "fake");
+    WriteFile(src, "fake");
     ASSERT_TRUE(store_->Save(s, src).ok());
   }
 
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string root_;
   std::string temp_dir_;
   std::unique_ptr<member::EtcdServer> server_;
@@ -292,11 +276,11 @@ TEST_F(SnapshotterTest, ATriggerDuringTheStartupSnapshotIsServedAfterIt) {
   };
   Snapshotter s(*store_, *client_, o);
   Running run(s);
-  ASSERT_TRUE(WaitFor([&] { return verified.load() == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return verified.load() == 1; }));
   EXPECT_FALSE(s.active());
   auto triggered = std::async(std::launch::async, [&] { return s.TriggerFull(false); });
   // Queued while the start-up snapshot is held, and not answered.
-  ASSERT_TRUE(WaitFor([&] { return s.queued_triggers() == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return s.queued_triggers() == 1; }));
   EXPECT_EQ(triggered.wait_for(0s), std::future_status::timeout) << "answered before start-up";
   EXPECT_FALSE(s.active());
   const int64_t rev = Put("b", "2");
@@ -445,7 +429,7 @@ TEST_F(SnapshotterTest, DeltaTimerFiresByItself) {
   const int64_t rev = Put("timer", "x");
   // Every period fires the timer; one that fires before the watch has delivered the write finds
   // nothing to save and re-arms.
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(WaitUntil([&] {
     if (!ListKind(SnapshotKind::kIncr).empty()) return true;
     clock.Advance(o.delta_period);
     return false;
@@ -476,7 +460,7 @@ TEST_F(SnapshotterTest, MemoryLimitCutsDeltaEarly) {
   auto put = [&](int i) { return Put("key" + std::to_string(i), std::string(200, 'v')); };
   for (int i = 0; i < kWrites / 2; ++i) put(i);
   // Only the memory limit cuts deltas: the delta timer's clock stands still.
-  ASSERT_TRUE(WaitFor([&] { return !ListKind(SnapshotKind::kIncr).empty(); }, 5s));
+  ASSERT_TRUE(WaitUntil([&] { return !ListKind(SnapshotKind::kIncr).empty(); }, 5s));
   int64_t last = 0;
   for (int i = kWrites / 2; i < kWrites; ++i) last = put(i);
   auto first = ListKind(SnapshotKind::kIncr).at(0);
@@ -523,7 +507,7 @@ TEST_F(SnapshotterTest, ScheduledFullSnapshotsAreTakenAtTheCronTimes) {
     ASSERT_TRUE(next.has_value());
     const int64_t rev = Put("x", std::to_string(taken));
     clock.Advance(*next - clock.WallNow());
-    ASSERT_TRUE(WaitFor([&] { return ListKind(SnapshotKind::kFull).size() == taken; }));
+    ASSERT_TRUE(WaitUntil([&] { return ListKind(SnapshotKind::kFull).size() == taken; }));
     const SnapshotInfo f = ListKind(SnapshotKind::kFull).back();
     EXPECT_EQ(f.created_on, *next);
     EXPECT_EQ(f.last_revision, rev);
@@ -722,7 +706,7 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
   // One period later the newest two fulls survive (the latest and the one at 40); older streams
   // lose their deltas; the latest stream keeps its own.
   clock.Advance(o.gc_period);
-  ASSERT_TRUE(WaitFor([&] { return List().size() == 2; })) << List().size();
+  ASSERT_TRUE(WaitUntil([&] { return List().size() == 2; })) << List().size();
   auto left = List();
   EXPECT_EQ(left[0].kind, SnapshotKind::kFull);
   EXPECT_EQ(left[0].last_revision, 40);
@@ -737,7 +721,7 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
     SaveFake(SnapshotKind::kIncr, 41, 45, now - 99h);
     ASSERT_EQ(List().size(), 4u);
     clock.Advance(o.gc_period);
-    ASSERT_TRUE(WaitFor([&] { return List().size() == 3; })) << List().size();
+    ASSERT_TRUE(WaitUntil([&] { return List().size() == 3; })) << List().size();
     auto after = List();
     EXPECT_EQ(after[0].last_revision, 40);
     EXPECT_EQ(after[1].snap_name, latest);
@@ -781,12 +765,6 @@ class RestoreTest : public SnapshotterTest {
     ADD_FAILURE() << "no object " << s.snap_name;
     return "";
   }
-  static void FlipByte(const std::string& path, size_t at) {
-    std::string data = ReadAll(path);
-    ASSERT_LT(at, data.size());
-    data[at] = static_cast<char>(data[at] ^ 0x04);
-    WriteAll(path, data);
-  }
 };
 
 TEST_F(RestoreTest, FullAndDeltaRebuildTheBackedUpRevision) {
@@ -809,18 +787,18 @@ TEST_F(RestoreTest, ADamagedObjectFailsTheRestoreNamingItAndKeepsTheDataDirector
   ASSERT_EQ(set.deltas.size(), 1u);
   const std::string dir = root_ + "/existing";
   fs::create_directories(dir);
-  WriteAll(dir + "/marker", "kept");
+  WriteFile(dir + "/marker", "kept");
   for (const SnapshotInfo* damaged : {&*set.full, &set.deltas[0]}) {
     SCOPED_TRACE(damaged->snap_name);
     const std::string object = ObjectPath(*damaged);
-    const std::string original = ReadAll(object);
-    FlipByte(object, original.size() / 2);
+    const std::string original = ReadFile(object);
+    ASSERT_TRUE(testsupport::FlipByte(object, original.size() / 2, 0x04));
     Status st = RestoreFromBackup(*store_, set, dir, RestoreOpts());
     EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
     EXPECT_NE(st.ToString().find(damaged->snap_name), std::string::npos) << st.ToString();
-    EXPECT_EQ(ReadAll(dir + "/marker"), "kept");
+    EXPECT_EQ(ReadFile(dir + "/marker"), "kept");
     EXPECT_FALSE(fs::exists(dir + ".part"));
-    WriteAll(object, original);
+    WriteFile(object, original);
   }
   // Undamaged again: the same call succeeds.
   Status st = RestoreFromBackup(*store_, set, dir, RestoreOpts());

@@ -13,6 +13,7 @@
 
 #include "etcdw/storage/engine.h"
 #include "storage/raft_log_format.h"
+#include "support/files.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::storage {
@@ -46,15 +47,6 @@ std::vector<std::string> Segments(const std::string& dir) {
   return out;
 }
 
-void FlipByte(const std::string& path, uint64_t at) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(at));
-  char c = 0;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(at));
-  f.put(static_cast<char>(c ^ 0x5a));
-}
-
 void WriteBytes(const std::string& path, uint64_t at, const std::string& bytes) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(static_cast<std::streamoff>(at));
@@ -63,8 +55,7 @@ void WriteBytes(const std::string& path, uint64_t at, const std::string& bytes) 
 
 // Offset of the first occurrence of `needle` in the file.
 uint64_t Find(const std::string& path, const std::string& needle) {
-  std::ifstream f(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string data = testsupport::ReadFile(path);
   const size_t at = data.find(needle);
   EXPECT_NE(at, std::string::npos) << needle;
   return at;
@@ -437,7 +428,7 @@ TEST_F(RaftLogTest, DamagedRecordsAreDataLoss) {
   Append(Range(5, 7, 1));
   log_.reset();
   const std::string seg = Segments(dir()).back();
-  FlipByte(seg, Find(seg, "the-fourth-entry") + 3);
+  ASSERT_TRUE(testsupport::FlipByte(seg, Find(seg, "the-fourth-entry") + 3, 0x5a));
   RaftLog r(dir());
   const Status st = r.Open(nullptr);
   EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();

@@ -124,7 +124,7 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output,
   WriteFile(in_path, stdin_data);
   std::string spawn_error;
   int result = Spawn(argv, in_path, out_path, "", timeout, &spawn_error);
-  if (output) *output = spawn_error.empty() ? ReadFileOrEmpty(out_path) : spawn_error;
+  if (output) *output = spawn_error.empty() ? ReadFile(out_path) : spawn_error;
   return result;
 }
 
@@ -136,9 +136,9 @@ int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_te
   WriteFile(in_path, stdin_data);
   std::string spawn_error;
   int result = Spawn(argv, in_path, dir.File("out"), dir.File("err"), timeout, &spawn_error);
-  if (stdout_text) *stdout_text = ReadFileOrEmpty(dir.File("out"));
+  if (stdout_text) *stdout_text = ReadFile(dir.File("out"));
   if (stderr_text) {
-    *stderr_text = spawn_error.empty() ? ReadFileOrEmpty(dir.File("err")) : spawn_error;
+    *stderr_text = spawn_error.empty() ? ReadFile(dir.File("err")) : spawn_error;
   }
   return result;
 }
@@ -214,19 +214,6 @@ int FreePort() {
   return -1;
 }
 
-std::string ReadFileOrEmpty(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-bool WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  return static_cast<bool>(out);
-}
 
 }  // namespace etcdw::testing

@@ -8,9 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "await.h"
+#include "files.h"
 #include "scratch_dir.h"
 
 namespace etcdw::testing {
+
+// The shared helpers (await.h, files.h), under the names the integration tests use.
+using testsupport::ReadFile;
+using testsupport::WaitUntil;
+using testsupport::WriteFile;
 
 // A child process whose stdout and stderr go to a log file. Killed (SIGKILL) when destroyed.
 class Process {
@@ -49,10 +56,6 @@ int RunCommandSplit(const std::vector<std::string>& argv, std::string* stdout_te
                     std::chrono::milliseconds timeout = std::chrono::seconds(30),
                     const std::string& stdin_data = "");
 
-// Polls `cond` every 10 ms until it holds or `timeout` passes; returns its last value.
-template <typename Cond>
-bool WaitFor(Cond cond, std::chrono::milliseconds timeout = std::chrono::seconds(20));
-
 // The data and log directory of a test process's servers ($TMPDIR/etcdw-test-XXXXXX).
 class TempDir : public testsupport::ScratchDir {
  public:
@@ -65,18 +68,6 @@ class TempDir : public testsupport::ScratchDir {
 // test process and claimed against the other test processes running at the same time.
 int FreePort();
 
-std::string ReadFileOrEmpty(const std::string& path);
 void SleepMs(int ms);
-bool WriteFile(const std::string& path, const std::string& content);
-
-template <typename Cond>
-bool WaitFor(Cond cond, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() >= deadline) return cond();
-    SleepMs(10);
-  }
-  return true;
-}
 
 }  // namespace etcdw::testing

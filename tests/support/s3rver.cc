@@ -45,7 +45,7 @@ bool S3rver::Start(const std::vector<std::string>& buckets, const std::string& c
   if (!proc_.Start(argv, dir_.File("s3rver.log"), {"NODE_OPTIONS=--openssl-legacy-provider"})) {
     return false;
   }
-  return WaitFor([&] { return !proc_.Running() || PortOpen(port_); }) && proc_.Running();
+  return WaitUntil([&] { return !proc_.Running() || PortOpen(port_); }) && proc_.Running();
 }
 
 std::string S3rver::endpoint() const {
@@ -56,6 +56,6 @@ std::string S3rver::vhost_endpoint() const {
   return std::string(tls_ ? "https" : "http") + "://s3.localhost:" + std::to_string(port_);
 }
 
-std::string S3rver::log() const { return ReadFileOrEmpty(dir_.File("s3rver.log")); }
+std::string S3rver::log() const { return ReadFile(dir_.File("s3rver.log")); }
 
 }  // namespace etcdw::testing

@@ -72,7 +72,7 @@ Member::Member(Kind kind, std::string name)
 
 Member::~Member() { proc_.Kill(); }
 
-std::string Member::log() const { return ReadFileOrEmpty(dir_.File("member.log")); }
+std::string Member::log() const { return ReadFile(dir_.File("member.log")); }
 
 std::shared_ptr<grpc::Channel> Member::NewChannel() const {
   grpc::ChannelArguments args;

@@ -7,21 +7,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "files.h"
+
 namespace etcdw::testing {
 
 namespace {
 constexpr char kKeyArgs[] = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
 }
 
-TestCerts::TestCerts() {
-  std::string tmpl = std::filesystem::temp_directory_path().string() + "/etcdw-certs-XXXXXX";
-  if (::mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
-}
+TestCerts::TestCerts() : scratch_("certs"), dir_(scratch_.path()) {}
 
-TestCerts::~TestCerts() {
-  std::error_code ec;
-  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-}
+TestCerts::~TestCerts() = default;
 
 bool TestCerts::Run(const std::string& script) {
   if (dir_.empty()) return false;
@@ -30,12 +26,7 @@ bool TestCerts::Run(const std::string& script) {
   return std::system(cmd.c_str()) == 0;
 }
 
-std::string TestCerts::log() const {
-  std::ifstream in(dir_ + "/gen.log");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string TestCerts::log() const { return testsupport::ReadFile(dir_ + "/gen.log"); }
 
 bool TestCerts::AddCa(const std::string& name) {
   return Run(std::string("openssl req -x509 ") + kKeyArgs + " -keyout " + name + ".key -out " +

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.h"
+
 namespace etcdw::testing {
 
 class TestCerts {
@@ -31,6 +33,7 @@ class TestCerts {
 
  private:
   bool Run(const std::string& script);
+  testsupport::ScratchDir scratch_;  // removed with everything in it
   std::string dir_;
 };
 

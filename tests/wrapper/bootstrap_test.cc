@@ -12,6 +12,7 @@
 #include "etcdw/common/clock.h"
 #include "fake_sidecar.h"
 #include "support/await.h"
+#include "support/scratch_dir.h"
 
 namespace etcdw::wrapper {
 namespace {
@@ -22,15 +23,15 @@ using testing::FakeSidecar;
 class BootstrapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = std::filesystem::temp_directory_path().string() + "/etcdw-boot-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("boot");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(scratch_->path().empty());
     options_.exit_code_file = dir_ + "/exit_code";
     options_.poll_interval = 10ms;
     options_.max_backoff = 40ms;
     options_.config_retry_interval = 10ms;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { scratch_.reset(); }
 
   std::unique_ptr<SidecarClient> Client(int port) {
     StartEtcdOptions o;
@@ -40,6 +41,7 @@ class BootstrapTest : public ::testing::Test {
     return std::move(c).value();
   }
 
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string dir_;
   BootstrapOptions options_;
   common::StopRequest stop_;

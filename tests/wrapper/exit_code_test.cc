@@ -8,25 +8,24 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/files.h"
+#include "support/scratch_dir.h"
+
 namespace etcdw::wrapper {
 namespace {
 
 class ExitCodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = std::filesystem::temp_directory_path().string() + "/etcdw-exit-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    scratch_ = std::make_unique<testsupport::ScratchDir>("exit");
+    dir_ = scratch_->path();
+    ASSERT_FALSE(scratch_->path().empty());
     file_ = dir_ + "/exit_code";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  void Write(const std::string& content) { std::ofstream(file_) << content; }
-  std::string Read() {
-    std::ifstream in(file_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  void TearDown() override { scratch_.reset(); }
+  void Write(const std::string& content) { ASSERT_TRUE(testsupport::WriteFile(file_, content)); }
+  std::string Read() { return testsupport::ReadFile(file_); }
+  std::unique_ptr<testsupport::ScratchDir> scratch_;  // removed by TearDown
   std::string dir_, file_;
 };
 

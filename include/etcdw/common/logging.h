@@ -14,6 +14,30 @@
 
 namespace etcdw::log {
 
+// Where a log call was made: std::source_location where the compiler provides it. libstdc++'s
+// needs a builtin that clang gained only in version 15, so for clang 14 (which clang-tidy, run on
+// this code, is) the same is built from the older builtins.
+#if defined(__cpp_lib_source_location)
+using SourceLocation = std::source_location;
+#else
+class SourceLocation {
+ public:
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(),
+                                          unsigned line = __builtin_LINE()) noexcept {
+    SourceLocation loc;
+    loc.file_ = file;
+    loc.line_ = line;
+    return loc;
+  }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr unsigned line() const noexcept { return line_; }
+
+ private:
+  const char* file_ = "";
+  unsigned line_ = 0;
+};
+#endif
+
 enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
 
 // Parses a zap/etcd level name: debug, info, warn, error, dpanic, panic, fatal (the last three
@@ -44,22 +68,22 @@ Level GetLevel();
 bool Enabled(Level level);
 
 void Write(Level level, std::string_view msg, std::initializer_list<Field> fields,
-           const std::source_location& loc);
+           const SourceLocation& loc);
 
 inline void Debug(std::string_view msg, std::initializer_list<Field> fields = {},
-                  const std::source_location& loc = std::source_location::current()) {
+                  const SourceLocation& loc = SourceLocation::current()) {
   if (Enabled(Level::kDebug)) Write(Level::kDebug, msg, fields, loc);
 }
 inline void Info(std::string_view msg, std::initializer_list<Field> fields = {},
-                 const std::source_location& loc = std::source_location::current()) {
+                 const SourceLocation& loc = SourceLocation::current()) {
   if (Enabled(Level::kInfo)) Write(Level::kInfo, msg, fields, loc);
 }
 inline void Warn(std::string_view msg, std::initializer_list<Field> fields = {},
-                 const std::source_location& loc = std::source_location::current()) {
+                 const SourceLocation& loc = SourceLocation::current()) {
   if (Enabled(Level::kWarn)) Write(Level::kWarn, msg, fields, loc);
 }
 inline void Error(std::string_view msg, std::initializer_list<Field> fields = {},
-                  const std::source_location& loc = std::source_location::current()) {
+                  const SourceLocation& loc = SourceLocation::current()) {
   if (Enabled(Level::kError)) Write(Level::kError, msg, fields, loc);
 }
 
