@@ -55,6 +55,7 @@ struct CallConn {
   uint64_t idle_gen = 0;  // bumped whenever the idle timer is re-armed or disarmed
 };
 
+// No lock: the fields below are the strand's, except the atomic counters stats() reads.
 class CallPool : public std::enable_shared_from_this<CallPool> {
  public:
   CallPool(TransportImpl* t, uint64_t peer, Executor ex) : t_(t), peer_(peer), ex_(std::move(ex)) {}
@@ -99,8 +100,8 @@ class CallPool : public std::enable_shared_from_this<CallPool> {
   bool closed_ = false;
   uint64_t next_id_ = 0;
   std::vector<std::shared_ptr<CallConn>> conns_;  // dialing or established
-  std::atomic<size_t> open_{0};
-  std::atomic<uint64_t> established_{0};
+  std::atomic<size_t> open_{0};                   // atomic: read by stats() from any thread
+  std::atomic<uint64_t> established_{0};          // atomic: read by stats() from any thread
 };
 
 }  // namespace etcdw::peer_transport

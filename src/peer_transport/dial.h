@@ -33,7 +33,8 @@ class DialEnv {
   ~DialEnv() = default;
 };
 
-// DialOp: reach one member on one of its URLs and complete the handshake.
+// DialOp: reach one member on one of its URLs and complete the handshake. No lock: everything
+// runs on the executor given to the constructor (its owner's strand).
 
 class DialOp : public std::enable_shared_from_this<DialOp> {
  public:

@@ -27,7 +27,9 @@
 
 namespace etcdw::peer_transport {
 
-// InboundConn: one accepted connection.
+// InboundConn: one accepted connection. No lock: everything runs on the connection's strand (or
+// on Stop()'s thread once the transport threads are joined); threads outside the transport reach
+// it only by posting (CallResponder).
 
 class InboundConn : public Closable, public std::enable_shared_from_this<InboundConn> {
  public:
@@ -129,10 +131,11 @@ class CallResponder {
     });
   }
 
+  // Set by the constructor, read-only after; Deliver() posts only under life_->mu.
   std::shared_ptr<Life> life_;
   std::weak_ptr<InboundConn> conn_;
   const uint64_t id_;
-  std::atomic<bool> answered_{false};
+  std::atomic<bool> answered_{false};  // atomic: copies of `respond` run on any thread
 };
 
 }  // namespace etcdw::peer_transport

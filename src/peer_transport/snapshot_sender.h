@@ -23,7 +23,9 @@ namespace etcdw::peer_transport {
 
 class TransportImpl;
 
-// SnapshotSender: MsgSnap header, chunks, end; then the receiver's result.
+// SnapshotSender: MsgSnap header, chunks, end; then the receiver's result. No lock: everything
+// but the constructor runs on its strand (Start and Fail post to it), or on Stop()'s thread once
+// the transport threads are joined.
 
 class SnapshotSender : public Closable, public std::enable_shared_from_this<SnapshotSender> {
  public:

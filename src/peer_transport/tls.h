@@ -16,11 +16,15 @@ namespace etcdw::peer_transport {
 // The TLS context of the dialing side (definitions in tls.cc, with the listening side's set-up).
 class ClientTls {
  public:
+  // Before the transport (or FetchClusterInfo) runs.
   Status Init(const common::TlsConfig& tls);
-  // The context, with the system's CAs loaded on first use when no trusted-ca-file is set.
+  // The context, with the system's CAs loaded on first use when no trusted-ca-file is set. From
+  // any thread.
   ssl::context& Get();
 
  private:
+  // Set by Init(), read-only after (no lock); the system's CAs are loaded into ctx_ once, under
+  // system_cas_once_.
   std::optional<ssl::context> ctx_;
   bool system_cas_ = false;
   std::once_flag system_cas_once_;

@@ -8,6 +8,8 @@
 // comes in through stream.h, which includes <utility> before it (as Boost 1.74 needs).
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -51,7 +53,7 @@ std::string ErrorText(const error_code& ec);
 // TCP_NODELAY, keepalive and the TCP user timeout for a peer connection (errors are ignored).
 void SetSocketOptions(Tcp::socket& s);
 
-// Holds back repeated log lines: Allow() is true at most once per interval per key.
+// Holds back repeated log lines: Allow() is true at most once per interval per key. Thread-safe.
 class LogLimiter {
  public:
   bool Allow(const std::string& key, uint64_t& suppressed) {
@@ -76,7 +78,7 @@ class LogLimiter {
     uint64_t suppressed = 0;
   };
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 // Something Stop() must close: Close() runs on the object's strand, or on Stop()'s thread once

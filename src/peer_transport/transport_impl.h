@@ -31,6 +31,8 @@
 // helpers); frame.{h,cc} and frame_buffer.{h,cc} the wire format; stream.h the byte stream.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -70,12 +72,14 @@ class TransportImpl;
 // drain, and never touches a destroyed io_context.
 struct Life {
   std::mutex mu;
-  bool alive = true;
+  bool alive ABSL_GUARDED_BY(mu) = true;
 };
 
 // ---------------------------------------------------------------------------------------------
 // Listener
 
+// Everything but the constructor runs on the acceptor's strand, or on Stop()'s thread once the
+// transport threads are joined.
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
   Listener(TransportImpl* t, common::Url url, Tcp::acceptor acceptor)
@@ -186,33 +190,39 @@ class TransportImpl final : public PeerTransport, public DialEnv {
   Status InitTls();
   Status Listen(const common::Url& url);
 
+  // Set by the constructor and Init() (before Run), read-only after: no lock.
   PeerTransportOptions opts_;
   PeerTransportHandler handler_;
-  // Declared before the io_context so that they outlive every stream it may still hold.
+  // Declared before the io_context so that they outlive every stream it may still hold. Set by
+  // Init(), read-only after (client_tls_ loads the system's CAs once, under its own once_flag).
   std::optional<ssl::context> server_tls_;
   ClientTls client_tls_;
-  asio::io_context io_;
+  asio::io_context io_;  // thread-safe
+  // Constructor, Run() and Stop() only (the owner's thread, never concurrently).
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
+  // Set by Init(); Listener objects run on their own strands; Stop() clears the vector once the
+  // transport threads are joined.
   std::vector<std::shared_ptr<Listener>> listeners_;
-  std::vector<int> ports_;
-  LogLimiter limiter_;
+  std::vector<int> ports_;  // set by Init(), read-only after
+  LogLimiter limiter_;      // thread-safe (its own lock)
 
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<Peer>> peers_;
-  std::unordered_map<uint64_t, std::weak_ptr<InboundConn>> inbound_;
+  std::unordered_map<uint64_t, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::weak_ptr<InboundConn>> inbound_ ABSL_GUARDED_BY(mu_);
 
   std::mutex live_mu_;
-  std::vector<std::weak_ptr<Closable>> live_;
-  size_t live_sweep_at_ = 64;
+  std::vector<std::weak_ptr<Closable>> live_ ABSL_GUARDED_BY(live_mu_);
+  size_t live_sweep_at_ ABSL_GUARDED_BY(live_mu_) = 64;
 
-  const std::shared_ptr<Life> life_ = std::make_shared<Life>();
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> joined_{false};  // Stop() has joined the transport threads
+  const std::shared_ptr<Life> life_ = std::make_shared<Life>();  // const pointer; Life locks
+  std::atomic<bool> stopping_{false};                            // atomic
+  std::atomic<bool> joined_{false};  // atomic: Stop() has joined the transport threads
   std::mutex deferred_mu_;
-  std::vector<CallDone> deferred_;  // calls a transport thread left for Stop() to complete
-  std::mutex stop_mu_;
-  bool stopped_ = false;
+  // Calls a transport thread left for Stop() to complete.
+  std::vector<CallDone> deferred_ ABSL_GUARDED_BY(deferred_mu_);
+  std::mutex stop_mu_;  // serializes Stop() calls
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace etcdw::peer_transport
