@@ -16,7 +16,7 @@ DialOp::DialOp(DialEnv* t, Executor ex, uint64_t peer, StreamKind kind,
       urls_(std::move(urls)),
       done_(std::move(done)),
       resolver_(ex),
-      timer_(ex) {}
+      timer_(ex, t->opts().clock) {}
 
 void DialOp::Cancel() {
   if (finished_) return;
@@ -27,7 +27,7 @@ void DialOp::Cancel() {
 
 void DialOp::CloseAttempt() {
   resolver_.cancel();
-  timer_.cancel();
+  timer_.Cancel();
   error_code ec;
   if (connecting_) connecting_->close(ec);
   connecting_.reset();
@@ -48,8 +48,8 @@ void DialOp::TryNext() {
   }
   const uint64_t a = ++attempt_;
   const common::Url& url = urls_[next_++];
-  timer_.expires_after(t_->opts().dial_timeout);
-  timer_.async_wait([self = shared_from_this(), a](const error_code& ec) {
+  timer_.ExpiresAfter(t_->opts().dial_timeout);
+  timer_.AsyncWait([self = shared_from_this(), a](const error_code& ec) {
     if (ec || self->Stale(a)) return;
     self->AttemptFailed("timed out after " + std::to_string(self->t_->opts().dial_timeout.count()) +
                         "ms");
@@ -148,7 +148,7 @@ void DialOp::OnAck(uint64_t a) {
     return AttemptFailed(std::string("rejected by the peer: ") + HandshakeResultName(*r));
   }
   finished_ = true;
-  timer_.cancel();
+  timer_.Cancel();
   Done done = std::move(done_);
   done_ = nullptr;
   std::shared_ptr<Stream> s = std::move(stream_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "clock_timer.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
 #include "etcdw/peer_transport/peer_transport.h"
@@ -66,7 +67,7 @@ class DialOp : public std::enable_shared_from_this<DialOp> {
   uint64_t attempt_ = 0;
   bool finished_ = false;
   Tcp::resolver resolver_;
-  asio::steady_timer timer_;
+  ClockTimer timer_;
   std::shared_ptr<Tcp::socket> connecting_;
   std::shared_ptr<Stream> stream_;
   std::array<uint8_t, kHandshakeSize> hello_{};

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "clock_timer.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -74,7 +75,7 @@ class InboundConn : public Closable, public std::enable_shared_from_this<Inbound
   TransportImpl* t_;
   common::Url url_;
   std::shared_ptr<Stream> stream_;
-  asio::steady_timer timer_;
+  ClockTimer timer_;
   std::string remote_;       // ip:port
   std::string remote_host_;  // ip: the key for rate-limited log lines
   Phase phase_ = Phase::kHandshake;

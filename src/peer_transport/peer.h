@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "call_pool.h"
+#include "clock_timer.h"
 #include "dial.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -61,7 +62,7 @@ class Peer : public Closable, public std::enable_shared_from_this<Peer> {
   // Drops the queue; true when on_unreachable should be reported now.
   bool DropQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether on_unreachable may be reported at `now` (at most once per kUnreachableInterval).
-  bool ShouldReportLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ShouldReportLocked(TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostUnreachable();
 
   // Set by the constructor, read-only after.
@@ -78,13 +79,13 @@ class Peer : public Closable, public std::enable_shared_from_this<Peer> {
   size_t pending_count_ ABSL_GUARDED_BY(mu_) = 0;
   // A MaybeWrite is posted or a write is in flight.
   bool write_scheduled_ ABSL_GUARDED_BY(mu_) = false;
-  Clock::time_point last_report_ ABSL_GUARDED_BY(mu_);  // epoch: never
+  TimePoint last_report_ ABSL_GUARDED_BY(mu_);  // epoch: never
   std::atomic<bool> connected_{false};  // atomic: written on the strand, read by Connected()
 
   // Strand only (no lock).
   std::shared_ptr<DialOp> dial_;
   std::shared_ptr<Stream> stream_;
-  asio::steady_timer backoff_timer_;
+  ClockTimer backoff_timer_;
   int failures_ = 0;
   bool ever_connected_ = false;
   std::string writing_;  // the frames of the write in flight

@@ -59,7 +59,7 @@ class SnapshotSender : public Closable, public std::enable_shared_from_this<Snap
   uint32_t crc_ = 0;
   bool all_sent_ = false;
   bool done_ = false;
-  Clock::time_point started_;
+  TimePoint started_;
   std::array<uint8_t, kFrameHeaderSize> hdr_{};
   FrameHeader result_header_;
   std::string result_;

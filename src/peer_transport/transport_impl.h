@@ -28,7 +28,8 @@
 // CallResponder; tls.{h,cc} ClientTls and the TLS set-up of both sides (TransportImpl::InitTls);
 // cluster_info_fetch.cc ClusterInfoFetch, StandaloneEnv and PeerTransport::FetchClusterInfo;
 // transport_common.{h,cc} what they share (LogLimiter, Closable, limits, log and socket
-// helpers); frame.{h,cc} and frame_buffer.{h,cc} the wire format; stream.h the byte stream.
+// helpers); clock_timer.h the timers on the injected clock; frame.{h,cc} and frame_buffer.{h,cc}
+// the wire format; stream.h the byte stream.
 #pragma once
 
 #include <absl/base/thread_annotations.h>
@@ -47,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "clock_timer.h"
 #include "dial.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -82,16 +84,16 @@ struct Life {
 // transport threads are joined.
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(TransportImpl* t, common::Url url, Tcp::acceptor acceptor)
+  Listener(TransportImpl* t, common::Url url, Tcp::acceptor acceptor, const common::Clock* clock)
       : t_(t),
         url_(std::move(url)),
         acceptor_(std::move(acceptor)),
-        retry_(acceptor_.get_executor()) {}
+        retry_(acceptor_.get_executor(), clock) {}
   void Accept();
   void Close() {
     error_code ec;
     acceptor_.close(ec);
-    retry_.cancel();
+    retry_.Cancel();
   }
   const common::Url& url() const { return url_; }
   Executor executor() { return acceptor_.get_executor(); }
@@ -100,7 +102,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   TransportImpl* t_;
   common::Url url_;
   Tcp::acceptor acceptor_;
-  asio::steady_timer retry_;
+  ClockTimer retry_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -108,8 +110,10 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
 class TransportImpl final : public PeerTransport, public DialEnv {
  public:
+  // A null opts.clock is the system clock.
   TransportImpl(PeerTransportOptions opts, PeerTransportHandler handler)
-      : opts_(std::move(opts)), handler_(std::move(handler)) {
+      : opts_(std::move(opts)), handler_(std::move(handler)), limiter_(ClockOrSystem(opts_)) {
+    opts_.clock = ClockOrSystem(opts_);
     work_.emplace(io_.get_executor());
   }
   ~TransportImpl() override { Stop(); }
@@ -187,6 +191,9 @@ class TransportImpl final : public PeerTransport, public DialEnv {
   }
 
  private:
+  static const common::Clock* ClockOrSystem(const PeerTransportOptions& o) {
+    return o.clock ? o.clock : &common::SystemClock::Instance();
+  }
   Status InitTls();
   Status Listen(const common::Url& url);
 
