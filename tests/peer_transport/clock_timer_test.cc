@@ -25,7 +25,7 @@ struct Outcome {
   std::atomic<bool> aborted{false};
 };
 
-auto Record(Outcome& o) {
+auto RecordInto(Outcome& o) {
   return [&o](const error_code& ec) {
     o.aborted = ec == asio::error::operation_aborted;
     ++o.runs;
@@ -39,7 +39,7 @@ TEST(ClockTimerTest, OnTheSystemClockOneSleepLastsUntilTheDeadline) {
   Outcome o;
   const auto t0 = clock.Now();
   timer.ExpiresAfter(30ms);
-  timer.AsyncWait(Record(o));
+  timer.AsyncWait(RecordInto(o));
   io.run();  // returns once the handler has run and nothing is left to wait for
   EXPECT_EQ(o.runs.load(), 1);
   EXPECT_FALSE(o.aborted.load());
@@ -55,7 +55,7 @@ TEST(ClockTimerTest, OnAManualClockNothingFiresUntilTheClockReachesTheDeadline) 
   Outcome o;
   const auto t0 = clock.Now();
   timer.ExpiresAfter(10s);
-  timer.AsyncWait(Record(o));
+  timer.AsyncWait(RecordInto(o));
   std::thread runner([&] { io.run(); });
 
   // The timer looks at the clock again and again, and sleeps on while the deadline is ahead.
@@ -80,7 +80,7 @@ TEST(ClockTimerTest, CancelAbortsTheWaitInProgress) {
   Outcome o;
   const auto t0 = clock.Now();
   timer.ExpiresAfter(1s);
-  timer.AsyncWait(Record(o));
+  timer.AsyncWait(RecordInto(o));
   std::thread runner([&] { io.run(); });
   ASSERT_TRUE(clock.WaitForSleep(t0 + 1s, t0));  // the wait is in progress
   asio::post(io, [&] { timer.Cancel(); });
@@ -98,12 +98,12 @@ TEST(ClockTimerTest, ANewDeadlineAbortsTheWaitInProgressAndIsWaitedFor) {
   Outcome first, second;
   const auto t0 = clock.Now();
   timer.ExpiresAfter(1s);
-  timer.AsyncWait(Record(first));
+  timer.AsyncWait(RecordInto(first));
   std::thread runner([&] { io.run(); });
   ASSERT_TRUE(clock.WaitForSleep(t0 + 1s, t0));
   asio::post(io, [&] {
     timer.ExpiresAt(t0 + 2s);
-    timer.AsyncWait(Record(second));
+    timer.AsyncWait(RecordInto(second));
   });
   ASSERT_TRUE(clock.WaitForSleep(t0 + 2s, t0));
 
@@ -128,7 +128,7 @@ TEST(ClockTimerTest, APassedDeadlineFiresWithoutWaitingForTheClock) {
   ClockTimer timer(io.get_executor(), &manual);
   Outcome o;
   timer.ExpiresAfter(0ms);
-  timer.AsyncWait(Record(o));
+  timer.AsyncWait(RecordInto(o));
   io.run();
   EXPECT_EQ(o.runs.load(), 1);
   EXPECT_FALSE(o.aborted.load());
