@@ -1,5 +1,7 @@
 // Calls that are not answered: deadlines and late answers, unknown, removed, unreachable and
 // stopped peers, the connection pool's growth and idle timeout, and Stop() with calls in flight.
+// Time is an ObservedClock the tests advance: a timeout is shown not to come early by its timer
+// sleeping on 1 ms before it, and to come by the clock reaching it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "etcdw/peer_transport/peer_transport.h"
+#include "peer_transport/observed_clock.h"
 #include "peer_transport/peer_transport_fixture.h"
 
 namespace etcdw::peer_transport {
@@ -22,7 +25,10 @@ using namespace std::chrono_literals;
 TEST(PeerTransportCallTest, TimeoutAndLateAnswerIsDropped) {
   Inbox inbox;
   auto b = StartMember(Options(2), inbox.Holder());
-  auto a = StartMember(Options(1));
+  ObservedClock clock;
+  auto o = Options(1);
+  o.clock = &clock;
+  auto a = StartMember(o);
   ASSERT_TRUE(a && b);
   a->transport->AddPeer(2, {b->Url()});
   // The connection first, so that the deadline covers the answer only.
@@ -31,22 +37,26 @@ TEST(PeerTransportCallTest, TimeoutAndLateAnswerIsDropped) {
   inbox.Take().at(0).respond(Status::Ok(), "");
   ASSERT_TRUE(warm->Wait());
 
-  const auto t0 = SteadyClock::now();
+  // The deadline counts on the clock from Call(): 1 ms before it, the call's timer looks at the
+  // clock and sleeps on; at the deadline the call fails.
+  const auto t0 = clock.Now();
   auto slow = StartCall(*a->transport, 2, 1, "slow", 150ms);
   ASSERT_TRUE(inbox.WaitFor(1));
   Respond late = inbox.Take().at(0).respond;
-  ASSERT_TRUE(slow->Wait(10s));
-  EXPECT_EQ(slow->status.code(), Code::kDeadlineExceeded) << slow->status.ToString();
-  EXPECT_GE(slow->at - t0, 150ms);
-  EXPECT_LT(slow->at - t0, 1500ms);
+  clock.Advance(149ms);
+  ASSERT_TRUE(clock.WaitForSleep(t0 + 150ms, t0 + 149ms));
+  EXPECT_EQ(slow->Runs(), 0) << "timed out before its deadline";
+  clock.Advance(1ms);
+  ASSERT_TRUE(slow->Wait());
+  EXPECT_EQ(slow->status,
+            Status(Code::kDeadlineExceeded, "call to peer 0000000000000002 timed out after 150ms"));
 
-  // A call in flight when the late answer arrives gets its own answer, not the late one.
+  // A call in flight when the late answer arrives gets its own answer, not the late one (which
+  // travels first on the same connection).
   auto next = StartCall(*a->transport, 2, 1, "next");
   ASSERT_TRUE(inbox.WaitFor(1));
   Respond next_respond = inbox.Take().at(0).respond;
   late(Status::Ok(), "too late");
-  std::this_thread::sleep_for(50ms);  // time for the late answer to arrive and be dropped
-  EXPECT_EQ(next->Runs(), 0);
   next_respond(Status::Ok(), "on time");
   ASSERT_TRUE(next->Wait());
   EXPECT_EQ(next->payload, "on time");
@@ -54,25 +64,32 @@ TEST(PeerTransportCallTest, TimeoutAndLateAnswerIsDropped) {
   EXPECT_EQ(slow->payload, "");
   EXPECT_EQ(a->transport->CallStats(2).established, 1u) << "the late answer broke the connection";
 
-  // A peer that never answers the handshake: the call's deadline comes before the dial's.
+  // A peer that never answers the handshake: the call's deadline (100 ms) comes before the
+  // dial's (2 s), and the clock goes no further.
   SilentListener silent;
   ASSERT_TRUE(silent.ok());
   a->transport->AddPeer(3, {silent.Url()});
-  auto t1 = SteadyClock::now();
-  auto hung = CallAndWait(*a->transport, 3, 1, "", 100ms);
+  auto hung = StartCall(*a->transport, 3, 1, "", 100ms);
+  clock.Advance(100ms);
+  ASSERT_TRUE(hung->Wait());
   EXPECT_EQ(hung->status.code(), Code::kDeadlineExceeded) << hung->status.ToString();
-  EXPECT_LT(hung->at - t1, 1500ms);
 }
 
 TEST(PeerTransportCallTest, HugeTimeoutMeansNoDeadlineAndZeroExpiresAtOnce) {
   Inbox inbox;
   auto b = StartMember(Options(2), inbox.Holder());
-  auto a = StartMember(Options(1));
+  ObservedClock clock;
+  auto o = Options(1);
+  o.clock = &clock;
+  auto a = StartMember(o);
   ASSERT_TRUE(a && b);
   a->transport->AddPeer(2, {b->Url()});
+  const auto t0 = clock.Now();
   auto forever = StartCall(*a->transport, 2, 1, "", std::chrono::milliseconds::max());
   ASSERT_TRUE(inbox.WaitFor(1));
-  std::this_thread::sleep_for(20ms);
+  // A hundred days later the call's timer (due much later still) looks at the clock and sleeps on.
+  clock.Advance(24h * 100);
+  ASSERT_TRUE(clock.WaitForSleep(t0 + 24h * 101, common::Clock::TimePoint::max(), t0 + 24h * 100));
   EXPECT_EQ(forever->Runs(), 0) << forever->status.ToString();
   inbox.Take().at(0).respond(Status::Ok(), "eventually");
   ASSERT_TRUE(forever->Wait());
@@ -83,8 +100,7 @@ TEST(PeerTransportCallTest, HugeTimeoutMeansNoDeadlineAndZeroExpiresAtOnce) {
     auto now = CallAndWait(*a->transport, 2, 1, "", timeout);
     EXPECT_EQ(now->status.code(), Code::kDeadlineExceeded) << now->status.ToString();
   }
-  inbox.WaitFor(2, 1s);  // the requests may still have been sent; they are answered nowhere
-  for (auto& r : inbox.Take()) r.respond(Status::Ok(), "late");
+  // (Their requests may still reach the peer; the inbox keeps them unanswered.)
 
   auto info = StartMember(Options(3), [](PeerTransportHandler& h) {
     h.on_cluster_info = [] { return std::string("i"); };
@@ -121,8 +137,10 @@ TEST(PeerTransportCallTest, UnknownOrRemovedPeerIsUnavailable) {
 }
 
 TEST(PeerTransportCallTest, PeerDownIsUnavailableWithinTheDialTimeout) {
+  ObservedClock clock;
   auto o = Options(1);
   o.dial_timeout = 300ms;
+  o.clock = &clock;
   auto a = StartMember(o);
   ASSERT_TRUE(a);
   const std::string dead = DeadUrl();
@@ -132,24 +150,33 @@ TEST(PeerTransportCallTest, PeerDownIsUnavailableWithinTheDialTimeout) {
   a->transport->AddPeer(3, {silent.Url()});
   a->transport->AddPeer(4, {dead, silent.Url()});
 
-  auto t0 = SteadyClock::now();
+  // A refused connection fails the call at once: the clock never moves.
   auto refused = CallAndWait(*a->transport, 2, 1, "", 10s);
   EXPECT_EQ(refused->status.code(), Code::kUnavailable) << refused->status.ToString();
   EXPECT_NE(refused->status.message().find(dead), std::string::npos) << refused->status.ToString();
-  EXPECT_LT(refused->at - t0, 1s);
 
-  t0 = SteadyClock::now();
+  // A silent peer fails the call after the dial timeout (300 ms of the clock), long before the
+  // call's deadline (10 s). Four dials wait for the silent listener's answer, all since t0 (the
+  // clock has not moved): the message streams to peers 3 and 4 and the two calls' connections.
+  // 1 ms before the timeout their timers look at the clock and sleep on.
+  const auto t0 = clock.Now();
   auto r3 = StartCall(*a->transport, 3, 1, "", 10s);
-  auto r4 = StartCall(*a->transport, 4, 1, "", 10s);
-  ASSERT_TRUE(r3->Wait(10s) && r4->Wait(10s));
+  auto r4 = StartCall(*a->transport, 4, 1, "", 10s);  // refused at its first URL, then silence
+  ASSERT_TRUE(WaitUntil([&] { return silent.accepted() == 4; })) << silent.accepted();
+  clock.Advance(299ms);
+  ASSERT_TRUE(clock.WaitForSleep(t0 + 300ms, t0 + 299ms));
+  EXPECT_EQ(r3->Runs(), 0) << "failed before the dial timeout";
+  EXPECT_EQ(r4->Runs(), 0) << "failed before the dial timeout";
+  clock.Advance(1ms);
+  ASSERT_TRUE(r3->Wait());
+  ASSERT_TRUE(r4->Wait());
   EXPECT_EQ(r3->status.code(), Code::kUnavailable) << r3->status.ToString();
-  EXPECT_GE(r3->at - t0, 250ms);
-  EXPECT_LT(r3->at - t0, 1500ms);
+  EXPECT_NE(r3->status.message().find("timed out after 300ms"), std::string::npos)
+      << r3->status.ToString();
   // Both URLs tried, and named.
   EXPECT_EQ(r4->status.code(), Code::kUnavailable) << r4->status.ToString();
   EXPECT_NE(r4->status.message().find(dead), std::string::npos) << r4->status.ToString();
   EXPECT_NE(r4->status.message().find(silent.Url()), std::string::npos) << r4->status.ToString();
-  EXPECT_LT(r4->at - t0, 1500ms);
   for (uint64_t p : {2, 3, 4}) EXPECT_EQ(a->transport->CallStats(p).open, 0u);
 }
 
@@ -181,9 +208,12 @@ TEST(PeerTransportCallTest, PeerStoppedMidCallIsUnavailable) {
 TEST(PeerTransportCallTest, PoolGrowsToTheCapAndClosesIdleConnections) {
   Inbox inbox;
   auto b = StartMember(Options(2), inbox.Holder());
+  ObservedClock clock;
+  const auto t0 = clock.Now();  // the clock stands still until the test moves it
   auto o = Options(1);
   o.max_call_connections = 2;
   o.call_idle_timeout = 200ms;
+  o.clock = &clock;
   auto a = StartMember(o);
   ASSERT_TRUE(a && b);
   a->transport->AddPeer(2, {b->Url()});
@@ -202,19 +232,39 @@ TEST(PeerTransportCallTest, PoolGrowsToTheCapAndClosesIdleConnections) {
   EXPECT_EQ(a->transport->CallStats(2).established, 2u) << "max_call_connections";
   EXPECT_EQ(a->transport->CallStats(2).open, 2u);
 
-  // Connections with calls in flight stay open past the idle timeout.
-  std::this_thread::sleep_for(300ms);
+  // Connections with calls in flight stay open past the idle timeout: no idle timer is armed
+  // (it would be due 200 ms after the clock's only reading so far, t0), and once the clock has
+  // passed 300 ms a call due at 250 ms has timed out (so the pool's timers have run since).
+  auto probe = StartCall(*a->transport, 2, 1, "probe", 250ms);
+  ASSERT_TRUE(inbox.WaitFor(31));
+  clock.Advance(300ms);
+  ASSERT_TRUE(probe->Wait());
+  EXPECT_EQ(probe->status.code(), Code::kDeadlineExceeded) << probe->status.ToString();
+  EXPECT_FALSE(clock.SleptFor(t0 + 200ms)) << "an idle timer with calls in flight";
+  EXPECT_FALSE(clock.SleptFor(t0 + 300ms + 200ms)) << "an idle timer with calls in flight";
   EXPECT_EQ(a->transport->CallStats(2).open, 2u);
-  for (auto& r : inbox.Take()) r.respond(Status::Ok(), "ok");
-  SteadyClock::time_point last;
+
+  // Answered, the probe's (late) answer first, so that it cannot arrive after the others.
+  std::vector<Inbox::Request> requests = inbox.Take();
+  std::stable_partition(requests.begin(), requests.end(),
+                        [](const Inbox::Request& r) { return r.payload == "probe"; });
+  for (auto& r : requests) r.respond(Status::Ok(), "ok");
   for (auto& c : calls) {
     ASSERT_TRUE(c->Wait());
     EXPECT_EQ(c->payload, "ok");
-    last = std::max(last, c->at);
   }
-  // Idle connections close after call_idle_timeout, not before.
-  ASSERT_TRUE(WaitUntil([&] { return a->transport->CallStats(2).open == 0; }, 5s));
-  EXPECT_GE(SteadyClock::now() - last, 150ms);
+  // A Raft message through the pool's strand (its peer's): once it arrives, the handlers that
+  // completed the calls have finished, arming the idle timers included.
+  a->transport->Send({Msg(1, 2, 1)});
+  ASSERT_TRUE(WaitUntil([&] { return b->rec->MessageCount() == 1; }));
+  // Idle connections close after call_idle_timeout of the clock, not before: 1 ms before it
+  // their timers look at the clock and sleep on.
+  const auto idle_since = clock.Now();
+  clock.Advance(199ms);
+  ASSERT_TRUE(clock.WaitForSleep(idle_since + 200ms, idle_since + 199ms));
+  EXPECT_EQ(a->transport->CallStats(2).open, 2u) << "closed before the idle timeout";
+  clock.Advance(1ms);
+  ASSERT_TRUE(WaitUntil([&] { return a->transport->CallStats(2).open == 0; }));
   EXPECT_EQ(a->transport->CallStats(2).established, 2u);
 
   // The next call opens a fresh connection.
@@ -230,8 +280,9 @@ TEST(PeerTransportCallTest, PoolGrowsToTheCapAndClosesIdleConnections) {
 TEST(PeerTransportCallTest, StopCompletesOutstandingCallsThenCallsFailAtOnce) {
   Inbox inbox;
   auto b = StartMember(Options(2), inbox.Holder());
+  ObservedClock clock;  // stands still: no dial or call times out
   auto o = Options(1);
-  o.dial_timeout = 10s;
+  o.clock = &clock;
   auto a = StartMember(o);
   ASSERT_TRUE(a && b);
   SilentListener silent;
@@ -267,7 +318,9 @@ TEST(PeerTransportCallTest, StopCompletesOutstandingCallsThenCallsFailAtOnce) {
   EXPECT_EQ(after->thread, std::this_thread::get_id());
   EXPECT_EQ(a->transport->CallStats(2).open, 0u);
   a->transport->Stop();  // idempotent
-  std::this_thread::sleep_for(50ms);
+  // The late answers above are b's to deliver: once b has stopped (joining its threads) they have
+  // gone wherever they would go, and no call ran again.
+  b->Stop();
   for (auto& c : calls) EXPECT_EQ(c->Runs(), 1);
 }
 

@@ -25,6 +25,31 @@ struct Outcome {
   std::atomic<bool> aborted{false};
 };
 
+// Runs an io_context on a thread of its own until it runs out of work; stops it if the test ends
+// first (a failed assertion), so that the thread can always be joined.
+class IoThread {
+ public:
+  explicit IoThread(asio::io_context& io)
+      : io_(io), thread_([this] {
+          io_.run();
+          done_ = true;
+        }) {}
+  ~IoThread() {
+    io_.stop();
+    thread_.join();
+  }
+  // True once io.run() has returned (the io_context ran out of work) within 20 s.
+  bool Finished() {
+    for (int i = 0; i < 20000 && !done_; ++i) std::this_thread::sleep_for(1ms);
+    return done_;
+  }
+
+ private:
+  asio::io_context& io_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 auto RecordInto(Outcome& o) {
   return [&o](const error_code& ec) {
     o.aborted = ec == asio::error::operation_aborted;
@@ -48,50 +73,48 @@ TEST(ClockTimerTest, OnTheSystemClockOneSleepLastsUntilTheDeadline) {
 }
 
 TEST(ClockTimerTest, OnAManualClockNothingFiresUntilTheClockReachesTheDeadline) {
-  common::ManualClock manual;
-  ObservedClock clock(manual);
+  ObservedClock clock;
   asio::io_context io;
   ClockTimer timer(io.get_executor(), &clock);
   Outcome o;
   const auto t0 = clock.Now();
   timer.ExpiresAfter(10s);
   timer.AsyncWait(RecordInto(o));
-  std::thread runner([&] { io.run(); });
+  IoThread runner(io);
 
   // The timer looks at the clock again and again, and sleeps on while the deadline is ahead.
   ASSERT_TRUE(clock.WaitForSleep(t0 + 10s, t0));
   const size_t sleeps = clock.Sleeps();
-  manual.Advance(10s - 1ms);
+  clock.Advance(10s - 1ms);
   ASSERT_TRUE(clock.WaitForSleep(t0 + 10s, t0 + 10s - 1ms));
   EXPECT_GT(clock.Sleeps(), sleeps);
   EXPECT_EQ(o.runs.load(), 0) << "fired before the clock reached the deadline";
 
-  manual.Advance(1ms);
-  runner.join();  // io.run() returns once the handler has run
+  clock.Advance(1ms);
+  ASSERT_TRUE(runner.Finished());  // io.run() returns once the handler has run
   EXPECT_EQ(o.runs.load(), 1);
   EXPECT_FALSE(o.aborted.load());
 }
 
 TEST(ClockTimerTest, CancelAbortsTheWaitInProgress) {
-  common::ManualClock manual;
-  ObservedClock clock(manual);
+  ObservedClock clock;
   asio::io_context io;
   ClockTimer timer(io.get_executor(), &clock);
   Outcome o;
   const auto t0 = clock.Now();
   timer.ExpiresAfter(1s);
   timer.AsyncWait(RecordInto(o));
-  std::thread runner([&] { io.run(); });
+  IoThread runner(io);
   ASSERT_TRUE(clock.WaitForSleep(t0 + 1s, t0));  // the wait is in progress
   asio::post(io, [&] { timer.Cancel(); });
-  runner.join();  // nothing is left to wait for: the wait ended with the cancellation
+  // Nothing is left to wait for: the wait ended with the cancellation.
+  ASSERT_TRUE(runner.Finished());
   EXPECT_EQ(o.runs.load(), 1);
   EXPECT_TRUE(o.aborted.load());
 }
 
 TEST(ClockTimerTest, ANewDeadlineAbortsTheWaitInProgressAndIsWaitedFor) {
-  common::ManualClock manual;
-  ObservedClock clock(manual);
+  ObservedClock clock;
   asio::io_context io;
   auto guard = asio::make_work_guard(io);
   ClockTimer timer(io.get_executor(), &clock);
@@ -99,7 +122,7 @@ TEST(ClockTimerTest, ANewDeadlineAbortsTheWaitInProgressAndIsWaitedFor) {
   const auto t0 = clock.Now();
   timer.ExpiresAfter(1s);
   timer.AsyncWait(RecordInto(first));
-  std::thread runner([&] { io.run(); });
+  IoThread runner(io);
   ASSERT_TRUE(clock.WaitForSleep(t0 + 1s, t0));
   asio::post(io, [&] {
     timer.ExpiresAt(t0 + 2s);
@@ -109,14 +132,14 @@ TEST(ClockTimerTest, ANewDeadlineAbortsTheWaitInProgressAndIsWaitedFor) {
 
   // The old deadline passes without effect; the new one fires. (The old wait's abort was queued
   // before the new wait slept, so it has run by the time the new wait looks at the clock again.)
-  manual.Advance(1s);
+  clock.Advance(1s);
   ASSERT_TRUE(clock.WaitForSleep(t0 + 2s, t0 + 1s));
   EXPECT_EQ(first.runs.load(), 1);
   EXPECT_TRUE(first.aborted.load());
   EXPECT_EQ(second.runs.load(), 0);
-  manual.Advance(1s);
+  clock.Advance(1s);
   guard.reset();
-  runner.join();
+  ASSERT_TRUE(runner.Finished());
   EXPECT_EQ(first.runs.load(), 1);
   EXPECT_EQ(second.runs.load(), 1);
   EXPECT_FALSE(second.aborted.load());

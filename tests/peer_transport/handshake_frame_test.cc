@@ -1,6 +1,7 @@
 // The handshake and the frames, checked by hand with a plain socket following the wire format
-// documented in peer_transport.h: rejections and their reasons, corrupt and oversized frames,
-// call and cluster-information frames, and a listen port already in use.
+// documented in peer_transport.h: rejections and their reasons, the handshake timeout (on the
+// clock), corrupt and oversized frames, call and cluster-information frames, and a listen port
+// already in use.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "etcdw/peer_transport/peer_transport.h"
+#include "peer_transport/observed_clock.h"
 #include "peer_transport/peer_transport_fixture.h"
 
 namespace etcdw::peer_transport {
@@ -126,6 +128,28 @@ TEST(PeerTransportTest, CorruptFrameClosesTheConnection) {
   ASSERT_TRUE(WaitUntil([&] { return a->transport->Connected(2); }));
   a->transport->Send({Msg(1, 2, 50)});
   ASSERT_TRUE(WaitUntil([&] { return b->rec->MessageCount() == 2; }));
+  // Message 3 (after the corrupt frame) never arrived, not even before this later one.
+  EXPECT_EQ(b->rec->Indexes(), (std::vector<uint64_t>{1, 50}));
+}
+
+TEST(PeerTransportTest, HandshakeTimeoutFollowsTheClock) {
+  ObservedClock clock;
+  auto o = Options(2);
+  o.clock = &clock;
+  o.dial_timeout = 7s;  // the handshake timeout is max(5 s, dial_timeout)
+  auto b = StartMember(o);
+  ASSERT_TRUE(b);
+  const auto t0 = clock.Now();
+  RawConn c(b->transport->ports().at(0));  // connects, then says nothing
+  ASSERT_TRUE(c.connected());
+  // Just before the timeout the connection's timer looks at the clock and sleeps on, and the
+  // connection is still open; at the timeout it is closed.
+  ASSERT_TRUE(clock.WaitForSleep(t0 + 7s, t0));
+  clock.Advance(7s - 1ms);
+  ASSERT_TRUE(clock.WaitForSleep(t0 + 7s, t0 + 7s - 1ms));
+  EXPECT_FALSE(c.Closed()) << "closed before the handshake timeout";
+  clock.Advance(1ms);
+  EXPECT_TRUE(c.WaitClosed());
 }
 
 TEST(PeerTransportTest, FrameLargerThanLimitIsRefused) {
@@ -189,7 +213,9 @@ TEST(PeerTransportCallTest, HandWrittenCallFramesFollowTheWireFormat) {
   ASSERT_TRUE(c.Write(FrameBytes(1, Msg(1, 2, 1).SerializeAsString())));
   EXPECT_TRUE(c.WaitClosed());
   EXPECT_EQ(b->rec->MessageCount(), 0u);
+}
 
+TEST(PeerTransportCallTest, HandWrittenClusterInfoFrameFollowsTheWireFormat) {
   // The cluster-information stream: cluster ID 0 and receiver ID 0 are accepted; one frame
   // (u32 code | u32 message length | message | information), then the receiver closes.
   auto info = StartMember(Options(3), [](PeerTransportHandler& h) {

@@ -1,11 +1,8 @@
 // The message stream on loopback: delivery and order between members, large and oversized
-// messages, reconnection after the receiver restarts, unreachable peers and their reports, a full
-// queue, and a prompt Stop() while a dial hangs.
-#include <arpa/inet.h>
+// messages, reconnection after the receiver restarts, unreachable peers and their reports (rate
+// limited on the clock), the dial backoff (on the clock), a full queue, and a prompt Stop() while
+// a dial hangs.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +14,7 @@
 #include <vector>
 
 #include "etcdw/peer_transport/peer_transport.h"
+#include "peer_transport/observed_clock.h"
 #include "peer_transport/peer_transport_fixture.h"
 
 namespace etcdw::peer_transport {
@@ -141,30 +139,30 @@ TEST(PeerTransportTest, ReconnectsAfterReceiverRestarts) {
 }
 
 TEST(PeerTransportTest, UnreachablePeerDropsAndReports) {
-  // A port with nobody listening.
-  int port = 0;
-  {
-    auto tmp = StartMember(Options(9));
-    ASSERT_TRUE(tmp);
-    port = tmp->transport->ports().at(0);
-  }
-  auto a = StartMember(Options(1));
+  ObservedClock clock;  // stands still unless advanced
+  const std::string dead = DeadUrl();
+  auto o = Options(1);
+  o.clock = &clock;
+  auto a = StartMember(o);
   ASSERT_TRUE(a);
-  const auto t0 = SteadyClock::now();
-  a->transport->AddPeer(2, {"http://127.0.0.1:" + std::to_string(port)});
+  a->transport->AddPeer(2, {dead});
   for (uint64_t i = 1; i <= 5; ++i) a->transport->Send({Msg(1, 2, i)});
   ASSERT_TRUE(WaitUntil([&] { return a->rec->Unreachable(2) > 0; }));
   EXPECT_FALSE(a->transport->Connected(2));
-  // Reports are rate limited: a burst of drops is not a burst of reports.
-  for (int round = 0; round < 200; ++round) a->transport->Send({Msg(1, 2, 100 + round)});
-  const int reports = a->rec->Unreachable(2);
-  const auto elapsed = SteadyClock::now() - t0;
-  EXPECT_LE(reports, elapsed / 200ms + 2) << "on_unreachable is not rate limited";
 
-  // A peer at new URLs is tried there.
+  // Reports are rate limited to one per 200 ms of the clock: a burst of drops while the clock
+  // stands still is reported once. One more drop after 200 ms is reported; reports run in order,
+  // so once it is counted, any report of the burst would have been counted before it.
+  for (int round = 0; round < 200; ++round) a->transport->Send({Msg(1, 2, 100 + round)});
+  clock.Advance(200ms);
+  a->transport->Send({Msg(1, 2, 300)});
+  ASSERT_TRUE(WaitUntil([&] { return a->rec->Unreachable(2) >= 2; }));
+  EXPECT_EQ(a->rec->Unreachable(2), 2) << "on_unreachable is not rate limited";
+
+  // A peer at new URLs is tried there at once, without waiting for the backoff.
   auto b = StartMember(Options(2));
   ASSERT_TRUE(b);
-  a->transport->UpdatePeer(2, {"http://127.0.0.1:" + std::to_string(port), b->Url()});
+  a->transport->UpdatePeer(2, {dead, b->Url()});
   ASSERT_TRUE(WaitUntil([&] { return a->transport->Connected(2); }));
   a->transport->Send({Msg(1, 2, 1000)});
   ASSERT_TRUE(WaitUntil([&] { return b->rec->MessageCount() == 1; }));
@@ -174,35 +172,57 @@ TEST(PeerTransportTest, UnreachablePeerDropsAndReports) {
   a->transport->Send({Msg(1, 2, 1001)});  // to an unknown peer: dropped quietly
 }
 
-TEST(PeerTransportTest, FullQueueDropsAndStopIsPrompt) {
-  // A listener that never accepts: the dial hangs waiting for the handshake acknowledgement.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 16), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-
+TEST(PeerTransportTest, DialBackoffDoublesUpToMaxBackoffOnTheClock) {
+  ClosingListener refuser;  // every dial reaches it, then fails
+  ASSERT_TRUE(refuser.ok());
+  ObservedClock clock;
   auto o = Options(1);
-  o.max_queued_messages = 4;
-  o.dial_timeout = 30s;
-  o.max_backoff = 30s;
+  o.clock = &clock;
+  o.max_backoff = 300ms;
   auto a = StartMember(o);
   ASSERT_TRUE(a);
-  a->transport->AddPeer(2, {"http://127.0.0.1:" + std::to_string(port)});
+  a->transport->AddPeer(2, {refuser.Url()});
+  ASSERT_TRUE(WaitUntil([&] { return refuser.accepted() == 1; }));
+
+  // After each failure the next dial waits 100 ms, doubled per failure up to max_backoff, each
+  // less up to a quarter (jitter): it is due in [75%, 100%] of that from the failure. Just
+  // before that window the backoff timer looks at the clock and sleeps on, and no dial comes;
+  // once the clock reaches the window's end, the next dial does.
+  int dials = 1;
+  for (const auto delay : {100ms, 200ms, 300ms, 300ms}) {
+    const auto failed_at = clock.Now();  // the clock stood still since the last dial
+    const auto first = failed_at + delay * 3 / 4;
+    const auto last = failed_at + delay;
+    ASSERT_TRUE(clock.WaitForSleep(first, last, failed_at)) << "no backoff timer after " << dials;
+    clock.Advance(delay * 3 / 4 - 1ms);
+    ASSERT_TRUE(clock.WaitForSleep(first, last, first - 1ms)) << delay.count();
+    EXPECT_EQ(refuser.accepted(), dials) << "redialed before " << delay.count() << " ms * 75%";
+    clock.Advance(delay / 4 + 1ms);
+    ++dials;
+    ASSERT_TRUE(WaitUntil([&] { return refuser.accepted() == dials; })) << delay.count();
+  }
+  EXPECT_FALSE(a->transport->Connected(2));
+}
+
+TEST(PeerTransportTest, FullQueueDropsAndStopIsPrompt) {
+  SilentListener silent;  // the dial hangs waiting for the handshake acknowledgement
+  ASSERT_TRUE(silent.ok());
+  ObservedClock clock;  // stands still: the dial never times out
+  auto o = Options(1);
+  o.max_queued_messages = 4;
+  o.clock = &clock;
+  auto a = StartMember(o);
+  ASSERT_TRUE(a);
+  a->transport->AddPeer(2, {silent.Url()});
   std::vector<raftpb::Message> batch;
   for (uint64_t i = 1; i <= 10; ++i) batch.push_back(Msg(1, 2, i));
   a->transport->Send(batch);
-  ASSERT_TRUE(WaitUntil([&] { return a->rec->Unreachable(2) > 0; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return a->rec->Unreachable(2) > 0; }));
   EXPECT_FALSE(a->transport->Connected(2));
 
   const auto t0 = SteadyClock::now();
   a->Stop();
   EXPECT_LT(SteadyClock::now() - t0, 2s);
-  ::close(fd);
 }
 
 }  // namespace

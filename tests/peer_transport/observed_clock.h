@@ -1,8 +1,8 @@
-// ObservedClock: a clock for peer transport tests that reads time from another clock (usually a
-// common::ManualClock the test advances) and records every sleep a timer asks it for
-// (RealWaitUntil). A timer that asks to sleep again on the way to its deadline has looked at the
-// clock and decided not to fire yet, so a test can prove that a timeout had its chance and did
-// not happen, instead of sleeping and hoping.
+// ObservedClock: a clock for peer transport tests that reads time from another clock (its own
+// common::ManualClock, which the test advances, or one it is given) and records every sleep a
+// timer asks it for (RealWaitUntil). A timer that asks to sleep again on the way to its deadline
+// has looked at the clock and decided not to fire yet, so a test can prove that a timeout had its
+// chance and did not happen, instead of sleeping and hoping.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "etcdw/common/clock.h"
@@ -19,7 +20,12 @@ namespace etcdw::peer_transport {
 
 class ObservedClock final : public common::Clock {
  public:
+  // Time stands still until Advance() moves it.
+  ObservedClock() : manual_(std::make_unique<common::ManualClock>()), base_(*manual_) {}
+  // Reads `base`, which must outlive this clock (Advance() is not available).
   explicit ObservedClock(const common::Clock& base) : base_(base) {}
+
+  void Advance(std::chrono::nanoseconds d) { manual_->Advance(d); }
 
   TimePoint Now() const override { return base_.Now(); }
   WallTime WallNow() const override { return base_.WallNow(); }
@@ -70,7 +76,14 @@ class ObservedClock final : public common::Clock {
     return WaitForSleep(due, due, seen, timeout);
   }
 
+  // Whether a timer due exactly at `due` ever slept (was armed before its deadline).
+  bool SleptFor(TimePoint due) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_seen_.count(due) > 0;
+  }
+
  private:
+  const std::unique_ptr<common::ManualClock> manual_;  // null when reading another clock
   const common::Clock& base_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

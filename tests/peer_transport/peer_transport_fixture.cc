@@ -315,6 +315,13 @@ bool RawConn::WaitClosed(std::chrono::milliseconds timeout) {
   }
 }
 
+bool RawConn::Closed() {
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  char byte;
+  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
 bool RawConn::WaitReadable(SteadyClock::time_point deadline) {
   while (true) {
     auto left =
@@ -341,7 +348,7 @@ std::pair<int, std::string> ReadFrame(RawConn& c) {
   return {static_cast<uint8_t>(h[8]), payload};
 }
 
-SilentListener::SilentListener() {
+RawListener::RawListener(Mode mode) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -350,9 +357,30 @@ SilentListener::SilentListener() {
   socklen_t len = sizeof addr;
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);
+  if (!ok_) return;
+  acceptor_ = std::thread([this, mode] {
+    for (;;) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;  // shut down by the destructor
+      }
+      if (mode == Mode::kClosing) {
+        ::close(c);
+      } else {
+        held_.push_back(c);
+      }
+      ++accepted_;
+    }
+  });
 }
 
-SilentListener::~SilentListener() { ::close(fd_); }
+RawListener::~RawListener() {
+  ::shutdown(fd_, SHUT_RDWR);  // wakes the blocked accept()
+  if (acceptor_.joinable()) acceptor_.join();
+  ::close(fd_);
+  for (int c : held_) ::close(c);
+}
 
 std::string DeadUrl() {
   auto tmp = StartMember(Options(99));

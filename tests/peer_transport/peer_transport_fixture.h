@@ -165,6 +165,8 @@ class RawConn {
   std::string Read(size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // True when the other side closes the connection (EOF or reset) before the deadline.
   bool WaitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Whether the other side has closed the connection by now (does not wait, consumes nothing).
+  bool Closed();
 
  private:
   bool WaitReadable(SteadyClock::time_point deadline);
@@ -177,21 +179,36 @@ int ReadAck(RawConn& c);
 // Reads one frame: {type, payload}; type -1 on a short read or a bad checksum.
 std::pair<int, std::string> ReadFrame(RawConn& c);
 
-// A listening socket that never accepts: connecting succeeds, the handshake is never answered.
-class SilentListener {
+// A loopback listening socket that accepts connections on a thread of its own and counts them,
+// but never speaks the protocol: a kSilent listener holds each connection open without a word
+// (a dial waits for the handshake acknowledgement until its timeout), a kClosing one closes each
+// at once (a dial fails right after connecting).
+class RawListener {
  public:
-  SilentListener();
-  ~SilentListener();
-  SilentListener(const SilentListener&) = delete;
-  SilentListener& operator=(const SilentListener&) = delete;
+  enum class Mode { kSilent, kClosing };
+  explicit RawListener(Mode mode);
+  ~RawListener();
+  RawListener(const RawListener&) = delete;
+  RawListener& operator=(const RawListener&) = delete;
   bool ok() const { return ok_; }
-  int port() const { return port_; }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Connections accepted so far.
+  int accepted() const { return accepted_.load(); }
 
  private:
   int fd_ = -1;
   int port_ = 0;
   bool ok_ = false;
+  std::atomic<int> accepted_{0};
+  std::vector<int> held_;  // kSilent: the open connections (the acceptor thread's, then ~)
+  std::thread acceptor_;
+};
+
+struct SilentListener : RawListener {
+  SilentListener() : RawListener(Mode::kSilent) {}
+};
+struct ClosingListener : RawListener {
+  ClosingListener() : RawListener(Mode::kClosing) {}
 };
 
 // A loopback URL nobody listens on (a member's port, freed again).
