@@ -1,9 +1,7 @@
 #include "dial.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include "etcdw/common/logging.h"
+#include "etcdw/common/tls_context.h"
 
 namespace etcdw::peer_transport {
 
@@ -92,16 +90,8 @@ void DialOp::OnConnected(std::shared_ptr<Tcp::socket> sock, uint64_t a) {
   }
   stream_ = std::make_shared<Stream>(std::move(*sock), t_->client_tls());
   // Verify the server's name or IP address from the URL (IP SANs for IP literals).
-  SSL* ssl = stream_->tls().native_handle();
-  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-  error_code ec;
-  asio::ip::make_address(url.host, ec);
-  if (!ec) {
-    X509_VERIFY_PARAM_set1_ip_asc(param, url.host.c_str());
-  } else {
-    SSL_set_tlsext_host_name(ssl, url.host.c_str());
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    X509_VERIFY_PARAM_set1_host(param, url.host.c_str(), 0);
+  if (Status st = common::ExpectServerName(stream_->tls().native_handle(), url.host); !st.ok()) {
+    return AttemptFailed(st.message());
   }
   stream_->tls().async_handshake(ssl::stream_base::client,
                                  [self = shared_from_this(), a, s = stream_](const error_code& ec) {

@@ -1,7 +1,8 @@
 // The peer transport's TLS set-up: the dialing side's context (ClientTls, shared by every dial of
 // a transport or of FetchClusterInfo). tls.cc also holds the listening side's set-up,
-// TransportImpl::InitTls, so that both contexts' options and checks are read in one place. The
-// server name or address a dial verifies is set per connection, in DialOp (dial.cc).
+// TransportImpl::InitTls, so that both contexts' settings are read in one place; both are built
+// by common::NewTlsContext (etcdw/common/tls_context.h), as every TLS context in the project is.
+// The server name or address a dial verifies is set per connection, in DialOp (dial.cc).
 #pragma once
 
 #include <mutex>
