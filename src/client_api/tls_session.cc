@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "etcdw/common/tls_context.h"
+
 namespace etcdw::client_api {
 
 namespace {
@@ -19,25 +21,6 @@ std::string OpenSslError() {
   char buf[256];
   ERR_error_string_n(e, buf, sizeof buf);
   return buf;
-}
-
-Status FileError(const std::string& setting, const std::string& file) {
-  return InvalidArgument("client-transport-security." + setting + ": cannot use \"" + file +
-                         "\": " + OpenSslError());
-}
-
-// Picks "h2" when the client offers it. A client that does not offer it gets no ALPN answer and
-// fails at the HTTP/2 preface, as with any server that speaks only HTTP/2.
-int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-               unsigned int inlen, void*) {
-  static const unsigned char kH2[] = {2, 'h', '2'};
-  unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kH2, sizeof kH2, in, inlen) !=
-      OPENSSL_NPN_NEGOTIATED) {
-    return SSL_TLSEXT_ERR_NOACK;
-  }
-  *out = selected;
-  return SSL_TLSEXT_ERR_OK;
 }
 
 // The socket under a TLS session, as OpenSSL's own socket BIO but sending with MSG_NOSIGNAL: a
@@ -81,26 +64,23 @@ Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(const common::TlsConfi
     return InvalidArgument(
         "client-transport-security: an https client URL needs cert-file and key-file");
   }
+  common::TlsContextOptions t;
+  t.side = common::TlsContextOptions::Side::kServer;
+  t.cert_file = tls.cert_file;
+  t.key_file = tls.key_file;
+  t.ca_file = tls.trusted_ca_file;
+  t.client_certs = tls.client_cert_auth ? common::TlsContextOptions::ClientCerts::kRequire
+                                        : common::TlsContextOptions::ClientCerts::kIgnore;
+  // "h2" when the client offers it. A client that does not offer it gets no ALPN answer and
+  // fails at the HTTP/2 preface, as with any server that speaks only HTTP/2.
+  if (http2) t.alpn = {"h2"};
+  t.session_id_context = "etcdw-client";
+  t.setting_prefix = "client-transport-security.";
+  ETCDW_ASSIGN_OR_RETURN(common::SslCtxPtr ctx, common::NewTlsContext(t));
+  // The sessions are driven by hand on non-blocking sockets (TlsSession).
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_RELEASE_BUFFERS);
   std::shared_ptr<TlsContext> c(new TlsContext());
-  c->ctx_ = SSL_CTX_new(TLS_server_method());
-  if (!c->ctx_) return Internal("TLS: " + OpenSslError());
-  SSL_CTX_set_min_proto_version(c->ctx_, TLS1_2_VERSION);
-  SSL_CTX_set_mode(c->ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_RELEASE_BUFFERS);
-  if (SSL_CTX_use_certificate_chain_file(c->ctx_, tls.cert_file.c_str()) != 1) {
-    return FileError("cert-file", tls.cert_file);
-  }
-  if (SSL_CTX_use_PrivateKey_file(c->ctx_, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    return FileError("key-file", tls.key_file);
-  }
-  if (SSL_CTX_check_private_key(c->ctx_) != 1) return FileError("key-file", tls.key_file);
-  if (!tls.trusted_ca_file.empty() &&
-      SSL_CTX_load_verify_locations(c->ctx_, tls.trusted_ca_file.c_str(), nullptr) != 1) {
-    return FileError("trusted-ca-file", tls.trusted_ca_file);
-  }
-  if (tls.client_cert_auth) {
-    SSL_CTX_set_verify(c->ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-  }
-  if (http2) SSL_CTX_set_alpn_select_cb(c->ctx_, SelectAlpn, nullptr);
+  c->ctx_ = ctx.release();
   return c;
 }
 

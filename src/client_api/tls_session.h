@@ -17,7 +17,8 @@ struct ssl_st;
 
 namespace etcdw::client_api {
 
-// The certificate and verification settings every TLS connection shares.
+// The certificate and verification settings every TLS connection shares, built by
+// common::NewTlsContext (etcdw/common/tls_context.h) as every TLS context in the project is.
 class TlsContext {
  public:
   // Errors name the setting whose file cannot be used ("client-transport-security.cert-file").

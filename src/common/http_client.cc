@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "etcdw/common/http.h"
+#include "etcdw/common/tls_context.h"
 #include "etcdw/common/version.h"
 #include "http_body.h"
 #include "http_util.h"
@@ -192,30 +193,18 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& 
         !options.system_roots) {
       return InvalidArgument("TLS needs a CA bundle to verify the server");
     }
-    c->impl_->tls.emplace(ssl::context::tls_client);
-    ssl::context& ctx = *c->impl_->tls;
-    if (Status st = ConfigureTlsBase(ctx); !st.ok()) return st;
-    if (options.min_tls13 &&
-        SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_3_VERSION) != 1) {
-      return Internal("TLS: cannot require TLS 1.3");
-    }
-    if (!options.ca_file.empty()) {
-      if (Status st = LoadCaBundle(ctx, options.ca_file); !st.ok()) return st;
-    }
-    if (!options.ca_pem.empty()) {
-      if (Status st = LoadCaPem(ctx, options.ca_pem, "CA bundle (PEM text)"); !st.ok()) return st;
-    }
-    if (options.system_roots) {
-      error_code ec;
-      ctx.set_default_verify_paths(ec);
-      if (ec) return Internal("TLS: cannot load the system's CA store: " + ec.message());
-    }
-    if (!options.cert_file.empty() || !options.key_file.empty()) {
-      if (Status st = LoadCertificateAndKey(ctx, options.cert_file, options.key_file); !st.ok()) {
-        return st;
-      }
-    }
-    ctx.set_verify_mode(options.insecure_skip_verify ? ssl::verify_none : ssl::verify_peer);
+    TlsContextOptions t;
+    t.side = TlsContextOptions::Side::kClient;
+    t.ca_file = options.ca_file;
+    t.ca_setting = "CA bundle";
+    t.ca_pem = options.ca_pem;
+    t.system_roots = options.system_roots;
+    t.cert_file = options.cert_file;
+    t.key_file = options.key_file;
+    t.verify_server = !options.insecure_skip_verify;
+    t.tls13_only = options.min_tls13;
+    ETCDW_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewTlsContext(t));
+    c->impl_->tls.emplace(ctx.release());  // the Asio context owns it from here
   }
   return c;
 }
@@ -318,12 +307,8 @@ Result<HttpResponse> HttpClient::Send(const HttpClientRequest& request) {
   if (impl_->tls) {
     secure.emplace(io, *impl_->tls);
     const std::string& name = options_.server_name.empty() ? host : options_.server_name;
-    error_code aec;
-    asio::ip::make_address(name, aec);
-    if (aec) SSL_set_tlsext_host_name(secure->native_handle(), name.c_str());  // SNI: names only
-    if (!options_.insecure_skip_verify) {
-      secure->set_verify_callback(ssl::host_name_verification(name));
-    }
+    // SNI (names only) and the name or address the certificate must be valid for.
+    if (Status st = ExpectServerName(secure->native_handle(), name); !st.ok()) return st;
     secure_exchange.emplace(*secure, req, parser, &result, &out);
     secure_exchange->Run(endpoints);
   } else {

@@ -20,6 +20,7 @@
 
 #include "etcdw/common/http.h"
 #include "etcdw/common/thread_name.h"
+#include "etcdw/common/tls_context.h"
 #include "http_util.h"
 
 namespace etcdw::common {
@@ -240,24 +241,20 @@ class HttpServer::Impl {
     if (opts_.cert_file.empty() || opts_.key_file.empty()) {
       return InvalidArgument("TLS needs both a certificate and a key file");
     }
-    tls_.emplace(ssl::context::tls_server);
-    if (Status st = ConfigureTlsBase(*tls_); !st.ok()) return st;
-    if (Status st = LoadCertificateAndKey(*tls_, opts_.cert_file, opts_.key_file); !st.ok()) {
-      return st;
-    }
+    TlsContextOptions t;
+    t.side = TlsContextOptions::Side::kServer;
+    t.cert_file = opts_.cert_file;
+    t.key_file = opts_.key_file;
+    t.session_id_context = "etcdw-http";
     if (!opts_.client_ca_file.empty()) {
-      if (Status st = LoadCaBundle(*tls_, opts_.client_ca_file); !st.ok()) return st;
-      if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(opts_.client_ca_file.c_str())) {
-        SSL_CTX_set_client_CA_list(tls_->native_handle(), names);
-      }
       // Ask for a certificate but never fail the handshake over it: the verdict is recorded
       // (SSL_get_verify_result) and left to the handler.
-      tls_->set_verify_mode(ssl::verify_peer);
-      tls_->set_verify_callback([](bool, ssl::verify_context&) { return true; });
-      static const unsigned char kSessionContext[] = "etcdw-http";
-      SSL_CTX_set_session_id_context(tls_->native_handle(), kSessionContext,
-                                     sizeof kSessionContext - 1);
+      t.ca_file = opts_.client_ca_file;
+      t.ca_setting = "CA bundle";
+      t.client_certs = TlsContextOptions::ClientCerts::kRequest;
     }
+    ETCDW_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewTlsContext(t));
+    tls_.emplace(ctx.release());  // the Asio context owns it from here
     return Status::Ok();
   }
 

@@ -12,16 +12,27 @@ namespace {
 constexpr size_t kCallsPerConnection = 8;
 }  // namespace
 
+void CallPool::Call(std::vector<common::Url> urls, uint32_t method, std::string payload,
+                    milliseconds timeout, CallDone done) {
+  timeout = ClampTimeout(timeout);
+  const TimePoint deadline = t_->opts().clock->Now() + timeout;
+  asio::post(
+      ex_, [self = shared_from_this(), urls = std::move(urls), method, payload = std::move(payload),
+            timeout, deadline, done = std::move(done)]() mutable {
+        self->Start(urls, method, payload, timeout, deadline, std::move(done));
+      });
+}
+
 void CallPool::Complete(PendingCall& call, Status st, std::string payload) {
   if (!call.done) return;
   CallDone done = std::move(call.done);
   call.done = nullptr;
-  call.timer.cancel();
+  call.timer.Cancel();
   t_->CompleteCall(std::move(done), std::move(st), std::move(payload));
 }
 
 void CallPool::Start(const std::vector<common::Url>& urls, uint32_t method,
-                     const std::string& payload, milliseconds timeout, Clock::time_point deadline,
+                     const std::string& payload, milliseconds timeout, TimePoint deadline,
                      CallDone done) {
   if (t_->stopping() || closed_) {
     return t_->CompleteCall(std::move(done),
@@ -38,9 +49,9 @@ void CallPool::Start(const std::vector<common::Url>& urls, uint32_t method,
                                              std::to_string(t_->opts().max_message_bytes) + ")"),
         std::string());
   }
-  auto call = std::make_shared<PendingCall>(ex_, ++next_id_, std::move(done));
-  call->timer.expires_at(deadline);
-  call->timer.async_wait([self = shared_from_this(), call, timeout](const error_code& ec) {
+  auto call = std::make_shared<PendingCall>(ex_, t_->opts().clock, ++next_id_, std::move(done));
+  call->timer.ExpiresAt(deadline);
+  call->timer.AsyncWait([self = shared_from_this(), call, timeout](const error_code& ec) {
     if (!ec) self->TimedOut(call, timeout);
   });
 
@@ -55,14 +66,14 @@ void CallPool::Start(const std::vector<common::Url>& urls, uint32_t method,
   bool dial = false;
   if (!c ||
       (c->calls.size() >= kCallsPerConnection && conns_.size() < t_->opts().max_call_connections)) {
-    c = std::make_shared<CallConn>(ex_, t_->opts().max_message_bytes);
+    c = std::make_shared<CallConn>(ex_, t_->opts().clock, t_->opts().max_message_bytes);
     conns_.push_back(c);
     dial = true;
   }
   call->conn = c;
   c->calls.emplace(call->id, call);
   ++c->idle_gen;  // disarms the idle timer
-  c->idle_timer.cancel();
+  c->idle_timer.Cancel();
   AppendCallRequest(c->pending, call->id, method, payload);
   if (dial) {
     Dial(c, urls);  // may fail the call at once (no URLs)
@@ -197,8 +208,8 @@ void CallPool::TimedOut(const std::shared_ptr<PendingCall>& call, milliseconds t
 void CallPool::MaybeIdle(const std::shared_ptr<CallConn>& c) {
   if (c->closed || !c->established || !c->calls.empty()) return;
   const uint64_t gen = ++c->idle_gen;
-  c->idle_timer.expires_after(t_->opts().call_idle_timeout);
-  c->idle_timer.async_wait([self = shared_from_this(), c, gen](const error_code& ec) {
+  c->idle_timer.ExpiresAfter(t_->opts().call_idle_timeout);
+  c->idle_timer.AsyncWait([self = shared_from_this(), c, gen](const error_code& ec) {
     if (ec || c->closed || gen != c->idle_gen || !c->calls.empty()) return;
     log::Debug("closing idle call connection to remote peer",
                {log::Hex("local-member-id", self->t_->opts().local_id),
@@ -214,7 +225,7 @@ void CallPool::Lost(const std::shared_ptr<CallConn>& c, const Status& why) {
   c->dial.reset();
   if (c->stream) c->stream->Close();
   c->stream.reset();
-  c->idle_timer.cancel();
+  c->idle_timer.Cancel();
   c->pending.clear();
   if (c->established) --open_;
   std::erase(conns_, c);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "clock_timer.h"
 #include "dial.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -31,16 +32,17 @@ class TransportImpl;
 struct CallConn;
 
 struct PendingCall {
-  PendingCall(Executor ex, uint64_t id, CallDone done)
-      : id(id), done(std::move(done)), timer(std::move(ex)) {}
+  PendingCall(const Executor& ex, const common::Clock* clock, uint64_t id, CallDone done)
+      : id(id), done(std::move(done)), timer(ex, clock) {}
   const uint64_t id;
   CallDone done;  // null once completed
-  asio::steady_timer timer;
+  ClockTimer timer;
   std::weak_ptr<CallConn> conn;
 };
 
 struct CallConn {
-  CallConn(const Executor& ex, size_t max_payload) : in(max_payload), idle_timer(ex) {}
+  CallConn(const Executor& ex, const common::Clock* clock, size_t max_payload)
+      : in(max_payload), idle_timer(ex, clock) {}
   bool established = false;  // the handshake was accepted
   bool closed = false;
   std::shared_ptr<DialOp> dial;
@@ -51,31 +53,25 @@ struct CallConn {
   std::string writing;  // the frames of the write in flight
   bool write_active = false;
   FrameBuffer in;  // answers read and not yet handled
-  asio::steady_timer idle_timer;
+  ClockTimer idle_timer;
   uint64_t idle_gen = 0;  // bumped whenever the idle timer is re-armed or disarmed
 };
 
+// No lock: the fields below are the strand's, except the atomic counters stats() reads.
 class CallPool : public std::enable_shared_from_this<CallPool> {
  public:
   CallPool(TransportImpl* t, uint64_t peer, Executor ex) : t_(t), peer_(peer), ex_(std::move(ex)) {}
   // From any thread, with the transport's Life lock held (the post is then always served).
   // The deadline counts from now, not from when the pool's strand gets to the call.
   void Call(std::vector<common::Url> urls, uint32_t method, std::string payload,
-            milliseconds timeout, CallDone done) {
-    timeout = ClampTimeout(timeout);
-    asio::post(ex_, [self = shared_from_this(), urls = std::move(urls), method,
-                     payload = std::move(payload), timeout, deadline = Clock::now() + timeout,
-                     done = std::move(done)]() mutable {
-      self->Start(urls, method, payload, timeout, deadline, std::move(done));
-    });
-  }
+            milliseconds timeout, CallDone done);
   // Closes every connection and fails every call (Unavailable); later calls fail at once.
   void Close();
   CallConnectionStats stats() const { return {open_.load(), established_.load()}; }
 
  private:
   void Start(const std::vector<common::Url>& urls, uint32_t method, const std::string& payload,
-             milliseconds timeout, Clock::time_point deadline, CallDone done);
+             milliseconds timeout, TimePoint deadline, CallDone done);
   void Dial(const std::shared_ptr<CallConn>& c, std::vector<common::Url> urls);
   void OnDialed(const std::shared_ptr<CallConn>& c, Status st, std::shared_ptr<Stream> s);
   void WriteMore(const std::shared_ptr<CallConn>& c);
@@ -99,8 +95,8 @@ class CallPool : public std::enable_shared_from_this<CallPool> {
   bool closed_ = false;
   uint64_t next_id_ = 0;
   std::vector<std::shared_ptr<CallConn>> conns_;  // dialing or established
-  std::atomic<size_t> open_{0};
-  std::atomic<uint64_t> established_{0};
+  std::atomic<size_t> open_{0};                   // atomic: read by stats() from any thread
+  std::atomic<uint64_t> established_{0};          // atomic: read by stats() from any thread
 };
 
 }  // namespace etcdw::peer_transport

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "clock_timer.h"
 #include "dial.h"
 #include "etcdw/common/hash.h"
 #include "etcdw/common/logging.h"
@@ -29,9 +30,11 @@ constexpr size_t kMaxClusterInfoBytes = 64 << 20;
 
 class StandaloneEnv final : public DialEnv {
  public:
-  StandaloneEnv(const common::TlsConfig& tls, milliseconds timeout) {
+  StandaloneEnv(const common::TlsConfig& tls, milliseconds timeout, const common::Clock& clock)
+      : limiter_(&clock) {
     opts_.tls = tls;
     opts_.dial_timeout = timeout;  // cluster ID, sender and receiver: 0
+    opts_.clock = &clock;
   }
   Status InitTls() { return client_tls_.Init(opts_.tls); }
   const PeerTransportOptions& opts() const override { return opts_; }
@@ -50,7 +53,11 @@ class StandaloneEnv final : public DialEnv {
 class ClusterInfoFetch : public std::enable_shared_from_this<ClusterInfoFetch> {
  public:
   ClusterInfoFetch(DialEnv* env, Executor ex, std::vector<common::Url> urls, milliseconds timeout)
-      : env_(env), ex_(ex), urls_(std::move(urls)), timeout_(timeout), timer_(ex) {}
+      : env_(env),
+        ex_(ex),
+        urls_(std::move(urls)),
+        timeout_(timeout),
+        timer_(ex, env->opts().clock) {}
   void Start() { Next(); }
   // Once the io_context has run out of work.
   Result<std::string> TakeResult() {
@@ -69,8 +76,8 @@ class ClusterInfoFetch : public std::enable_shared_from_this<ClusterInfoFetch> {
     }
     const uint64_t a = ++attempt_;
     ++next_;
-    timer_.expires_after(timeout_);
-    timer_.async_wait([self = shared_from_this(), a](const error_code& ec) {
+    timer_.ExpiresAfter(timeout_);
+    timer_.AsyncWait([self = shared_from_this(), a](const error_code& ec) {
       if (ec || self->Stale(a)) return;
       self->Fail(self->url().ToString() + ": timed out after " + Millis(self->timeout_));
     });
@@ -139,7 +146,7 @@ class ClusterInfoFetch : public std::enable_shared_from_this<ClusterInfoFetch> {
   }
 
   void EndAttempt() {
-    timer_.cancel();
+    timer_.Cancel();
     if (dial_) dial_->Cancel();
     dial_.reset();
     if (stream_) stream_->Close();
@@ -150,7 +157,7 @@ class ClusterInfoFetch : public std::enable_shared_from_this<ClusterInfoFetch> {
   Executor ex_;
   std::vector<common::Url> urls_;
   milliseconds timeout_;
-  asio::steady_timer timer_;
+  ClockTimer timer_;
   size_t next_ = 0;
   uint64_t attempt_ = 0;
   bool done_ = false;
@@ -168,13 +175,14 @@ class ClusterInfoFetch : public std::enable_shared_from_this<ClusterInfoFetch> {
 
 Result<std::string> PeerTransport::FetchClusterInfo(const std::vector<common::Url>& urls,
                                                     const common::TlsConfig& tls,
-                                                    std::chrono::milliseconds timeout) {
+                                                    std::chrono::milliseconds timeout,
+                                                    const common::Clock& clock) {
   namespace asio = boost::asio;
   if (urls.empty()) return InvalidArgument("cluster information: no peer URLs to ask");
   if (timeout.count() <= 0) return InvalidArgument("cluster information: timeout must be positive");
   timeout = ClampTimeout(timeout);
   // Declared before the io_context: the TLS context must outlive every stream.
-  StandaloneEnv env(tls, timeout);
+  StandaloneEnv env(tls, timeout, clock);
   if (std::any_of(urls.begin(), urls.end(), [](const common::Url& u) { return u.tls(); })) {
     ETCDW_RETURN_IF_ERROR(env.InitTls());
   }

@@ -1,9 +1,7 @@
 #include "dial.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include "etcdw/common/logging.h"
+#include "etcdw/common/tls_context.h"
 
 namespace etcdw::peer_transport {
 
@@ -16,7 +14,7 @@ DialOp::DialOp(DialEnv* t, Executor ex, uint64_t peer, StreamKind kind,
       urls_(std::move(urls)),
       done_(std::move(done)),
       resolver_(ex),
-      timer_(ex) {}
+      timer_(ex, t->opts().clock) {}
 
 void DialOp::Cancel() {
   if (finished_) return;
@@ -27,7 +25,7 @@ void DialOp::Cancel() {
 
 void DialOp::CloseAttempt() {
   resolver_.cancel();
-  timer_.cancel();
+  timer_.Cancel();
   error_code ec;
   if (connecting_) connecting_->close(ec);
   connecting_.reset();
@@ -48,8 +46,8 @@ void DialOp::TryNext() {
   }
   const uint64_t a = ++attempt_;
   const common::Url& url = urls_[next_++];
-  timer_.expires_after(t_->opts().dial_timeout);
-  timer_.async_wait([self = shared_from_this(), a](const error_code& ec) {
+  timer_.ExpiresAfter(t_->opts().dial_timeout);
+  timer_.AsyncWait([self = shared_from_this(), a](const error_code& ec) {
     if (ec || self->Stale(a)) return;
     self->AttemptFailed("timed out after " + std::to_string(self->t_->opts().dial_timeout.count()) +
                         "ms");
@@ -92,16 +90,8 @@ void DialOp::OnConnected(std::shared_ptr<Tcp::socket> sock, uint64_t a) {
   }
   stream_ = std::make_shared<Stream>(std::move(*sock), t_->client_tls());
   // Verify the server's name or IP address from the URL (IP SANs for IP literals).
-  SSL* ssl = stream_->tls().native_handle();
-  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-  error_code ec;
-  asio::ip::make_address(url.host, ec);
-  if (!ec) {
-    X509_VERIFY_PARAM_set1_ip_asc(param, url.host.c_str());
-  } else {
-    SSL_set_tlsext_host_name(ssl, url.host.c_str());
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    X509_VERIFY_PARAM_set1_host(param, url.host.c_str(), 0);
+  if (Status st = common::ExpectServerName(stream_->tls().native_handle(), url.host); !st.ok()) {
+    return AttemptFailed(st.message());
   }
   stream_->tls().async_handshake(ssl::stream_base::client,
                                  [self = shared_from_this(), a, s = stream_](const error_code& ec) {
@@ -148,7 +138,7 @@ void DialOp::OnAck(uint64_t a) {
     return AttemptFailed(std::string("rejected by the peer: ") + HandshakeResultName(*r));
   }
   finished_ = true;
-  timer_.cancel();
+  timer_.Cancel();
   Done done = std::move(done_);
   done_ = nullptr;
   std::shared_ptr<Stream> s = std::move(stream_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "clock_timer.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
 #include "etcdw/peer_transport/peer_transport.h"
@@ -33,7 +34,8 @@ class DialEnv {
   ~DialEnv() = default;
 };
 
-// DialOp: reach one member on one of its URLs and complete the handshake.
+// DialOp: reach one member on one of its URLs and complete the handshake. No lock: everything
+// runs on the executor given to the constructor (its owner's strand).
 
 class DialOp : public std::enable_shared_from_this<DialOp> {
  public:
@@ -65,7 +67,7 @@ class DialOp : public std::enable_shared_from_this<DialOp> {
   uint64_t attempt_ = 0;
   bool finished_ = false;
   Tcp::resolver resolver_;
-  asio::steady_timer timer_;
+  ClockTimer timer_;
   std::shared_ptr<Tcp::socket> connecting_;
   std::shared_ptr<Stream> stream_;
   std::array<uint8_t, kHandshakeSize> hello_{};

@@ -22,7 +22,7 @@ InboundConn::InboundConn(TransportImpl* t, const common::Url& url, Tcp::socket s
     : t_(t),
       url_(url),
       stream_(MakeInboundStream(t, url, std::move(sock))),
-      timer_(stream_->socket().get_executor()),
+      timer_(stream_->socket().get_executor(), t->opts().clock),
       in_(t->opts().max_message_bytes) {}
 
 void InboundConn::Start() {
@@ -31,8 +31,8 @@ void InboundConn::Start() {
     self->remote_ = self->stream_->RemoteAddress();
     self->remote_host_ = self->remote_.substr(0, self->remote_.rfind(':'));
     SetSocketOptions(self->stream_->socket());
-    self->timer_.expires_after(self->t_->HandshakeTimeout());
-    self->timer_.async_wait([self](const error_code& ec) {
+    self->timer_.ExpiresAfter(self->t_->HandshakeTimeout());
+    self->timer_.AsyncWait([self](const error_code& ec) {
       if (ec || self->closed_ || self->phase_ != Phase::kHandshake) return;
       uint64_t suppressed = 0;
       if (self->t_->Limit("handshake-timeout:" + self->remote_host_, suppressed)) {
@@ -65,7 +65,7 @@ void InboundConn::Start() {
 void InboundConn::Close() {
   if (closed_) return;
   closed_ = true;
-  timer_.cancel();
+  timer_.Cancel();
   stream_->Close();
   sink_.reset();  // an unfinished snapshot is abandoned
 }
@@ -145,7 +145,7 @@ void InboundConn::Reject(HandshakeResult r) {
 }
 
 void InboundConn::Accepted() {
-  timer_.cancel();
+  timer_.Cancel();
   const auto kind = static_cast<StreamKind>(hs_.kind);
   if (kind == StreamKind::kClusterInfo) return ServeClusterInfo();
   if (kind == StreamKind::kCall) {

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "clock_timer.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -27,7 +28,9 @@
 
 namespace etcdw::peer_transport {
 
-// InboundConn: one accepted connection.
+// InboundConn: one accepted connection. No lock: everything runs on the connection's strand (or
+// on Stop()'s thread once the transport threads are joined); threads outside the transport reach
+// it only by posting (CallResponder).
 
 class InboundConn : public Closable, public std::enable_shared_from_this<InboundConn> {
  public:
@@ -72,7 +75,7 @@ class InboundConn : public Closable, public std::enable_shared_from_this<Inbound
   TransportImpl* t_;
   common::Url url_;
   std::shared_ptr<Stream> stream_;
-  asio::steady_timer timer_;
+  ClockTimer timer_;
   std::string remote_;       // ip:port
   std::string remote_host_;  // ip: the key for rate-limited log lines
   Phase phase_ = Phase::kHandshake;
@@ -129,10 +132,11 @@ class CallResponder {
     });
   }
 
+  // Set by the constructor, read-only after; Deliver() posts only under life_->mu.
   std::shared_ptr<Life> life_;
   std::weak_ptr<InboundConn> conn_;
   const uint64_t id_;
-  std::atomic<bool> answered_{false};
+  std::atomic<bool> answered_{false};  // atomic: copies of `respond` run on any thread
 };
 
 }  // namespace etcdw::peer_transport

@@ -21,10 +21,10 @@ Peer::Peer(TransportImpl* t, uint64_t id, std::vector<common::Url> urls, Executo
       id_(id),
       ex_(ex),
       urls_(std::move(urls)),
-      backoff_timer_(ex),
+      backoff_timer_(ex, t->opts().clock),
       calls_(std::make_shared<CallPool>(t, id, ex)) {}
 
-bool Peer::ShouldReportLocked(Clock::time_point now) {
+bool Peer::ShouldReportLocked(TimePoint now) {
   if (now - last_report_ < kUnreachableInterval) return false;
   last_report_ = now;
   return true;
@@ -64,7 +64,7 @@ void Peer::Enqueue(const std::vector<const raftpb::Message*>& msgs) {
     if (state_ == State::kConnected && pending_count_ > 0 && !write_scheduled_) {
       write_scheduled_ = kick = true;
     }
-    if (too_large + full + unreachable > 0) report = ShouldReportLocked(Clock::now());
+    if (too_large + full + unreachable > 0) report = ShouldReportLocked(t_->opts().clock->Now());
   }
   if (kick) asio::post(ex_, [self = shared_from_this()] { self->MaybeWrite(); });
   if (report) PostUnreachable();
@@ -92,7 +92,7 @@ void Peer::SetUrls(std::vector<common::Url> urls) {
   }
   // A peer that was unreachable at its old URLs is tried at the new ones at once.
   if (redial) {
-    asio::post(ex_, [self = shared_from_this()] { self->backoff_timer_.cancel(); });
+    asio::post(ex_, [self = shared_from_this()] { self->backoff_timer_.Cancel(); });
   }
 }
 
@@ -149,8 +149,8 @@ void Peer::OnDialed(Status st, std::shared_ptr<Stream> s) {
                  log::F("retry-in-ms", static_cast<int64_t>(delay.count())),
                  log::F("suppressed", suppressed)});
     }
-    backoff_timer_.expires_after(delay);
-    backoff_timer_.async_wait(
+    backoff_timer_.ExpiresAfter(delay);
+    backoff_timer_.AsyncWait(
         [self = shared_from_this()](const error_code&) { self->OnBackoffTimer(); });
     return;
   }
@@ -221,7 +221,7 @@ bool Peer::DropQueueLocked() {
   if (pending_.capacity() > kKeepCapacity) std::string().swap(pending_);
   pending_count_ = 0;
   write_scheduled_ = false;
-  return dropped && ShouldReportLocked(Clock::now());
+  return dropped && ShouldReportLocked(t_->opts().clock->Now());
 }
 
 void Peer::Lost(const std::string& why) {
@@ -259,7 +259,7 @@ void Peer::Close() {
   }
   if (dial_) dial_->Cancel();
   dial_.reset();
-  backoff_timer_.cancel();
+  backoff_timer_.Cancel();
   if (stream_) stream_->Close();
   stream_.reset();
   connected_ = false;

@@ -3,6 +3,8 @@
 // messages (on_unreachable). A Peer also owns the member's CallPool, on the same strand.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "call_pool.h"
+#include "clock_timer.h"
 #include "dial.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -56,29 +59,33 @@ class Peer : public Closable, public std::enable_shared_from_this<Peer> {
   void StartRead();
   void MaybeWrite();
   void Lost(const std::string& why);
-  // Drops the queue (caller holds mu_); true when on_unreachable should be reported now.
-  bool DropQueueLocked();
-  bool ShouldReportLocked(Clock::time_point now);
+  // Drops the queue; true when on_unreachable should be reported now.
+  bool DropQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether on_unreachable may be reported at `now` (at most once per kUnreachableInterval).
+  bool ShouldReportLocked(TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PostUnreachable();
 
+  // Set by the constructor, read-only after.
   TransportImpl* t_;
   const uint64_t id_;
   Executor ex_;
 
   // Shared with Send() callers.
   mutable std::mutex mu_;
-  State state_ = State::kDialing;
-  std::vector<common::Url> urls_;
-  std::string pending_;  // encoded frames not yet handed to the socket
-  size_t pending_count_ = 0;
-  bool write_scheduled_ = false;  // a MaybeWrite is posted or a write is in flight
-  Clock::time_point last_report_{};
-  std::atomic<bool> connected_{false};
+  State state_ ABSL_GUARDED_BY(mu_) = State::kDialing;
+  std::vector<common::Url> urls_ ABSL_GUARDED_BY(mu_);
+  // Encoded frames not yet handed to the socket.
+  std::string pending_ ABSL_GUARDED_BY(mu_);
+  size_t pending_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // A MaybeWrite is posted or a write is in flight.
+  bool write_scheduled_ ABSL_GUARDED_BY(mu_) = false;
+  TimePoint last_report_ ABSL_GUARDED_BY(mu_);  // epoch: never
+  std::atomic<bool> connected_{false};  // atomic: written on the strand, read by Connected()
 
-  // Strand only.
+  // Strand only (no lock).
   std::shared_ptr<DialOp> dial_;
   std::shared_ptr<Stream> stream_;
-  asio::steady_timer backoff_timer_;
+  ClockTimer backoff_timer_;
   int failures_ = 0;
   bool ever_connected_ = false;
   std::string writing_;  // the frames of the write in flight

@@ -13,7 +13,7 @@ SnapshotSender::SnapshotSender(TransportImpl* t, Executor ex, raftpb::Message ms
       msg_(std::move(msg)),
       source_(std::move(source)),
       chunk_bytes_(t->ChunkBytes()),
-      started_(Clock::now()) {}
+      started_(t->opts().clock->Now()) {}
 
 void SnapshotSender::Start(std::vector<common::Url> urls) {
   asio::post(ex_, [self = shared_from_this(), urls = std::move(urls)]() mutable {
@@ -142,7 +142,8 @@ void SnapshotSender::Finish(bool ok, const std::string& why) {
   if (stream_) stream_->Close();
   source_.reset();
   const uint64_t to = msg_.to();
-  const auto ms = std::chrono::duration_cast<milliseconds>(Clock::now() - started_).count();
+  const auto ms =
+      std::chrono::duration_cast<milliseconds>(t_->opts().clock->Now() - started_).count();
   if (ok) {
     log::Info("sent database snapshot to remote peer",
               {log::Hex("local-member-id", t_->opts().local_id), log::Hex("remote-peer-id", to),

@@ -23,7 +23,9 @@ namespace etcdw::peer_transport {
 
 class TransportImpl;
 
-// SnapshotSender: MsgSnap header, chunks, end; then the receiver's result.
+// SnapshotSender: MsgSnap header, chunks, end; then the receiver's result. No lock: everything
+// but the constructor runs on its strand (Start and Fail post to it), or on Stop()'s thread once
+// the transport threads are joined.
 
 class SnapshotSender : public Closable, public std::enable_shared_from_this<SnapshotSender> {
  public:
@@ -57,7 +59,7 @@ class SnapshotSender : public Closable, public std::enable_shared_from_this<Snap
   uint32_t crc_ = 0;
   bool all_sent_ = false;
   bool done_ = false;
-  Clock::time_point started_;
+  TimePoint started_;
   std::array<uint8_t, kFrameHeaderSize> hdr_{};
   FrameHeader result_header_;
   std::string result_;

@@ -5,18 +5,23 @@
 #include <string>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/tls_context.h"
 #include "transport_impl.h"
 
 namespace etcdw::peer_transport {
 
 namespace {
-constexpr auto kTlsOptions = ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                             ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                             ssl::context::no_tlsv1_1 | ssl::context::single_dh_use;
 
-Status TlsFileError(const std::string& what, const std::string& file, const error_code& ec) {
-  return InvalidArgument("peer-transport-security: " + what + " \"" + file +
-                         "\": " + ErrorText(ec));
+// Both sides' settings from peer-transport-security; errors name its settings.
+common::TlsContextOptions TlsOptions(const common::TlsConfig& tls,
+                                     common::TlsContextOptions::Side side) {
+  common::TlsContextOptions t;
+  t.side = side;
+  t.cert_file = tls.cert_file;
+  t.key_file = tls.key_file;
+  t.ca_file = tls.trusted_ca_file;
+  t.setting_prefix = "peer-transport-security.";
+  return t;
 }
 
 }  // namespace
@@ -26,78 +31,43 @@ Status TlsFileError(const std::string& what, const std::string& file, const erro
 // first dial that uses the context: reading the system's bundle takes ~40 ms, which every start
 // would pay without a single https peer.
 Status ClientTls::Init(const common::TlsConfig& tls) {
-  error_code ec;
-  ctx_.emplace(ssl::context::tls_client);
-  ssl::context& c = *ctx_;
-  c.set_options(kTlsOptions);
-  if (tls.HasCertificate()) {
-    if (c.use_certificate_chain_file(tls.cert_file, ec); ec) {
-      return TlsFileError("cert-file", tls.cert_file, ec);
-    }
-    if (c.use_private_key_file(tls.key_file, ssl::context::pem, ec); ec) {
-      return TlsFileError("key-file", tls.key_file, ec);
-    }
-  }
-  if (!tls.trusted_ca_file.empty()) {
-    if (c.load_verify_file(tls.trusted_ca_file, ec); ec) {
-      return TlsFileError("trusted-ca-file", tls.trusted_ca_file, ec);
-    }
-  }
+  ETCDW_ASSIGN_OR_RETURN(
+      common::SslCtxPtr ctx,
+      common::NewTlsContext(TlsOptions(tls, common::TlsContextOptions::Side::kClient)));
+  ctx_.emplace(ctx.release());  // the Asio context owns it from here
   system_cas_ = tls.trusted_ca_file.empty();
-  c.set_verify_mode(ssl::verify_peer);
   return Status::Ok();
 }
 
 ssl::context& ClientTls::Get() {
   if (system_cas_) {
     std::call_once(system_cas_once_, [this] {
-      error_code ec;
-      ctx_->set_default_verify_paths(ec);
-      if (ec)
-        log::Warn("cannot load the system's CA certificates", {log::F("error", ec.message())});
+      Status st = common::LoadSystemRoots(ctx_->native_handle());
+      if (!st.ok()) {
+        log::Warn("cannot load the system's CA certificates", {log::F("error", st.message())});
+      }
     });
   }
   return *ctx_;
 }
 
+// The listening side, for https listen URLs: the peer certificate, and with client-cert-auth
+// every dialer's certificate required and verified against trusted-ca-file.
 Status TransportImpl::InitTls() {
   const common::TlsConfig& tls = opts_.tls;
-  error_code ec;
-  bool https_listener = false;
-  for (const auto& u : opts_.listen_urls) https_listener |= u.tls();
-  if (https_listener) {
+  for (const auto& u : opts_.listen_urls) {
+    if (!u.tls()) continue;
     if (!tls.HasCertificate()) {
-      for (const auto& u : opts_.listen_urls) {
-        if (u.tls()) {
-          return InvalidArgument("listen-peer-urls " + u.ToString() +
-                                 ": https requires peer-transport-security cert-file and key-file");
-        }
-      }
+      return InvalidArgument("listen-peer-urls " + u.ToString() +
+                             ": https requires peer-transport-security cert-file and key-file");
     }
-    server_tls_.emplace(ssl::context::tls_server);
-    ssl::context& c = *server_tls_;
-    c.set_options(kTlsOptions);
-    if (c.use_certificate_chain_file(tls.cert_file, ec); ec)
-      return TlsFileError("cert-file", tls.cert_file, ec);
-    if (c.use_private_key_file(tls.key_file, ssl::context::pem, ec); ec) {
-      return TlsFileError("key-file", tls.key_file, ec);
-    }
-    static const unsigned char kSessionContext[] = "etcdw-peer";
-    SSL_CTX_set_session_id_context(c.native_handle(), kSessionContext, sizeof kSessionContext - 1);
-    if (tls.client_cert_auth) {
-      if (tls.trusted_ca_file.empty()) {
-        return InvalidArgument(
-            "peer-transport-security: client-cert-auth requires trusted-ca-file");
-      }
-      if (c.load_verify_file(tls.trusted_ca_file, ec); ec) {
-        return TlsFileError("trusted-ca-file", tls.trusted_ca_file, ec);
-      }
-      if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.trusted_ca_file.c_str())) {
-        SSL_CTX_set_client_CA_list(c.native_handle(), names);
-      }
-      c.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-    } else {
-      c.set_verify_mode(ssl::verify_none);
+    if (!server_tls_) {
+      common::TlsContextOptions t = TlsOptions(tls, common::TlsContextOptions::Side::kServer);
+      t.client_certs = tls.client_cert_auth ? common::TlsContextOptions::ClientCerts::kRequire
+                                            : common::TlsContextOptions::ClientCerts::kIgnore;
+      t.session_id_context = "etcdw-peer";
+      ETCDW_ASSIGN_OR_RETURN(common::SslCtxPtr ctx, common::NewTlsContext(t));
+      server_tls_.emplace(ctx.release());
     }
   }
   return client_tls_.Init(tls);

@@ -1,12 +1,16 @@
 // What the peer transport's objects share: the names they use for Boost.Asio and the clock, the
-// limits several of them apply, the log and socket helpers, LogLimiter and Closable.
+// limits several of them apply, the log and socket helpers, LogLimiter and Closable. Time is the
+// transport's clock (PeerTransportOptions::clock), read with Now() and waited for with ClockTimer
+// (clock_timer.h); nothing reads std::chrono's clocks directly.
 //
-// Everything in src/server/transport is internal to the peer transport and lives in the named
-// namespace etcdw::peer_transport, not in anonymous namespaces: the server library is a unity
+// Everything in src/peer_transport is internal to the peer transport and lives in the named
+// namespace etcdw::peer_transport, not in anonymous namespaces: the library is a unity
 // build (several .cc files in one translation unit), and these headers are shared by several .cc
 // files. transport_impl.h describes the objects, their ownership and their threads. Boost.Asio
 // comes in through stream.h, which includes <utility> before it (as Boost 1.74 needs).
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <chrono>
 #include <cstddef>
@@ -16,6 +20,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 #include "stream.h"
 
@@ -24,7 +29,7 @@ namespace etcdw::peer_transport {
 namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
 using boost::system::error_code;
-using Clock = std::chrono::steady_clock;
+using TimePoint = common::Clock::TimePoint;
 using std::chrono::milliseconds;
 
 // Repeated log lines of one kind about one peer or remote address: at most one per interval.
@@ -51,13 +56,15 @@ std::string ErrorText(const error_code& ec);
 // TCP_NODELAY, keepalive and the TCP user timeout for a peer connection (errors are ignored).
 void SetSocketOptions(Tcp::socket& s);
 
-// Holds back repeated log lines: Allow() is true at most once per interval per key.
+// Holds back repeated log lines: Allow() is true at most once per interval (of `clock`) per key.
+// Thread-safe.
 class LogLimiter {
  public:
+  explicit LogLimiter(const common::Clock* clock) : clock_(clock) {}
   bool Allow(const std::string& key, uint64_t& suppressed) {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries_.size() > 4096) entries_.clear();
-    auto now = Clock::now();
+    const TimePoint now = clock_->Now();
     auto [it, inserted] = entries_.try_emplace(key);
     Entry& e = it->second;
     if (!inserted && now - e.last < kLogInterval) {
@@ -72,11 +79,12 @@ class LogLimiter {
 
  private:
   struct Entry {
-    Clock::time_point last;
+    TimePoint last;
     uint64_t suppressed = 0;
   };
+  const common::Clock* const clock_;  // set by the constructor (no lock)
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 // Something Stop() must close: Close() runs on the object's strand, or on Stop()'s thread once

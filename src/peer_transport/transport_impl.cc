@@ -29,8 +29,8 @@ void Listener::Accept() {
                        log::F("suppressed", suppressed)});
           }
           // E.g. out of file descriptors: retry shortly rather than spin.
-          self->retry_.expires_after(milliseconds(100));
-          self->retry_.async_wait([self](const error_code& ec) {
+          self->retry_.ExpiresAfter(milliseconds(100));
+          self->retry_.AsyncWait([self](const error_code& ec) {
             if (!ec && !self->t_->stopping()) self->Accept();
           });
           return;
@@ -79,7 +79,7 @@ Status TransportImpl::Listen(const common::Url& url) {
   }
   common::Url bound = url;
   bound.port = acceptor.local_endpoint(ec).port();
-  auto l = std::make_shared<Listener>(this, bound, std::move(acceptor));
+  auto l = std::make_shared<Listener>(this, bound, std::move(acceptor), opts_.clock);
   ports_.push_back(bound.port);
   listeners_.push_back(std::move(l));
   return Status::Ok();

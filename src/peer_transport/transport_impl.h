@@ -28,8 +28,11 @@
 // CallResponder; tls.{h,cc} ClientTls and the TLS set-up of both sides (TransportImpl::InitTls);
 // cluster_info_fetch.cc ClusterInfoFetch, StandaloneEnv and PeerTransport::FetchClusterInfo;
 // transport_common.{h,cc} what they share (LogLimiter, Closable, limits, log and socket
-// helpers); frame.{h,cc} and frame_buffer.{h,cc} the wire format; stream.h the byte stream.
+// helpers); clock_timer.h the timers on the injected clock; frame.{h,cc} and frame_buffer.{h,cc}
+// the wire format; stream.h the byte stream.
 #pragma once
+
+#include <absl/base/thread_annotations.h>
 
 #include <algorithm>
 #include <atomic>
@@ -45,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "clock_timer.h"
 #include "dial.h"
 #include "etcdw/common/status.h"
 #include "etcdw/common/url.h"
@@ -70,24 +74,26 @@ class TransportImpl;
 // drain, and never touches a destroyed io_context.
 struct Life {
   std::mutex mu;
-  bool alive = true;
+  bool alive ABSL_GUARDED_BY(mu) = true;
 };
 
 // ---------------------------------------------------------------------------------------------
 // Listener
 
+// Everything but the constructor runs on the acceptor's strand, or on Stop()'s thread once the
+// transport threads are joined.
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(TransportImpl* t, common::Url url, Tcp::acceptor acceptor)
+  Listener(TransportImpl* t, common::Url url, Tcp::acceptor acceptor, const common::Clock* clock)
       : t_(t),
         url_(std::move(url)),
         acceptor_(std::move(acceptor)),
-        retry_(acceptor_.get_executor()) {}
+        retry_(acceptor_.get_executor(), clock) {}
   void Accept();
   void Close() {
     error_code ec;
     acceptor_.close(ec);
-    retry_.cancel();
+    retry_.Cancel();
   }
   const common::Url& url() const { return url_; }
   Executor executor() { return acceptor_.get_executor(); }
@@ -96,7 +102,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   TransportImpl* t_;
   common::Url url_;
   Tcp::acceptor acceptor_;
-  asio::steady_timer retry_;
+  ClockTimer retry_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -104,8 +110,10 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
 class TransportImpl final : public PeerTransport, public DialEnv {
  public:
+  // A null opts.clock is the system clock.
   TransportImpl(PeerTransportOptions opts, PeerTransportHandler handler)
-      : opts_(std::move(opts)), handler_(std::move(handler)) {
+      : opts_(std::move(opts)), handler_(std::move(handler)), limiter_(ClockOrSystem(opts_)) {
+    opts_.clock = ClockOrSystem(opts_);
     work_.emplace(io_.get_executor());
   }
   ~TransportImpl() override { Stop(); }
@@ -183,36 +191,45 @@ class TransportImpl final : public PeerTransport, public DialEnv {
   }
 
  private:
+  static const common::Clock* ClockOrSystem(const PeerTransportOptions& o) {
+    return o.clock ? o.clock : &common::SystemClock::Instance();
+  }
   Status InitTls();
   Status Listen(const common::Url& url);
 
+  // Set by the constructor and Init() (before Run), read-only after: no lock.
   PeerTransportOptions opts_;
   PeerTransportHandler handler_;
-  // Declared before the io_context so that they outlive every stream it may still hold.
+  // Declared before the io_context so that they outlive every stream it may still hold. Set by
+  // Init(), read-only after (client_tls_ loads the system's CAs once, under its own once_flag).
   std::optional<ssl::context> server_tls_;
   ClientTls client_tls_;
-  asio::io_context io_;
+  asio::io_context io_;  // thread-safe
+  // Constructor, Run() and Stop() only (the owner's thread, never concurrently).
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
+  // Set by Init(); Listener objects run on their own strands; Stop() clears the vector once the
+  // transport threads are joined.
   std::vector<std::shared_ptr<Listener>> listeners_;
-  std::vector<int> ports_;
-  LogLimiter limiter_;
+  std::vector<int> ports_;  // set by Init(), read-only after
+  LogLimiter limiter_;      // thread-safe (its own lock)
 
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<Peer>> peers_;
-  std::unordered_map<uint64_t, std::weak_ptr<InboundConn>> inbound_;
+  std::unordered_map<uint64_t, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::weak_ptr<InboundConn>> inbound_ ABSL_GUARDED_BY(mu_);
 
   std::mutex live_mu_;
-  std::vector<std::weak_ptr<Closable>> live_;
-  size_t live_sweep_at_ = 64;
+  std::vector<std::weak_ptr<Closable>> live_ ABSL_GUARDED_BY(live_mu_);
+  size_t live_sweep_at_ ABSL_GUARDED_BY(live_mu_) = 64;
 
-  const std::shared_ptr<Life> life_ = std::make_shared<Life>();
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> joined_{false};  // Stop() has joined the transport threads
+  const std::shared_ptr<Life> life_ = std::make_shared<Life>();  // const pointer; Life locks
+  std::atomic<bool> stopping_{false};                            // atomic
+  std::atomic<bool> joined_{false};  // atomic: Stop() has joined the transport threads
   std::mutex deferred_mu_;
-  std::vector<CallDone> deferred_;  // calls a transport thread left for Stop() to complete
-  std::mutex stop_mu_;
-  bool stopped_ = false;
+  // Calls a transport thread left for Stop() to complete.
+  std::vector<CallDone> deferred_ ABSL_GUARDED_BY(deferred_mu_);
+  std::mutex stop_mu_;  // serializes Stop() calls
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace etcdw::peer_transport

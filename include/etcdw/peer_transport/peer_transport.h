@@ -2,7 +2,7 @@
 // listen-peer-urls (Boost.Asio), plus request/response calls between members and the cluster
 // information query of a joining member.
 //
-// Wire format (src/server/transport/frame.h), all integers big-endian. A connection starts with
+// Wire format (src/peer_transport/frame.h), all integers big-endian. A connection starts with
 // a handshake that the dialer writes:
 //   u32 magic "EWPT" | u16 version (1) | u8 stream kind | u8 0 |
 //   u64 cluster ID | u64 sender ID | u64 receiver ID | u32 CRC-32C of the preceding 32 bytes
@@ -39,6 +39,13 @@
 //   u32 status code | u32 message length | message | serialized cluster information
 // and closes the connection.
 //
+// Time: every timeout, deadline, backoff and rate limit above is measured on the injected clock
+// (PeerTransportOptions::clock, FetchClusterInfo's `clock`; the system's steady clock unless a
+// test passes a common::ManualClock): Now() dates deadlines, and the transport's timers sleep for
+// what Clock::RealWaitUntil says and read Now() again before acting, so with a ManualClock nothing
+// times out, backs off or is let through a rate limit until the test advances the clock. Only the
+// kernel's TCP keepalive and user timeout run on real time.
+//
 // Threads: the transport runs its own thread. Handler callbacks run on it: those about one
 // connection run one at a time, in order (those about different connections may run
 // concurrently should the transport ever run more threads). Callbacks must not block: on_call
@@ -54,6 +61,7 @@
 #include <string_view>
 #include <vector>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/config.h"
 #include "etcdw/common/status.h"
 #include "etcdw/raft.pb.h"
@@ -92,6 +100,8 @@ struct PeerTransportOptions {
   std::chrono::milliseconds max_backoff{2000};   // redial delay: 100 ms doubling up to this
   size_t max_call_connections = 4;               // per peer (at least 1)
   std::chrono::milliseconds call_idle_timeout{30000};  // an unused call connection is closed
+  // Where time comes from (see "Time" above); must outlive the transport. Null: SystemClock.
+  const common::Clock* clock = &common::SystemClock::Instance();
 };
 
 struct PeerTransportHandler {
@@ -176,11 +186,12 @@ class PeerTransport {
   // or member ID needed. Blocks the calling thread (the transport need not be running). `tls` is
   // used for https URLs: the member's peer-transport-security, whose certificate is presented as
   // client certificate and whose trusted-ca-file verifies the server. `timeout` applies to each
-  // URL (connect, TLS, handshake and answer). The first answer with an OK status wins; when none
-  // does, the error (Unavailable) names every URL and why it failed.
-  static Result<std::string> FetchClusterInfo(const std::vector<common::Url>& urls,
-                                              const common::TlsConfig& tls,
-                                              std::chrono::milliseconds timeout);
+  // URL (connect, TLS, handshake and answer), measured on `clock`. The first answer with an OK
+  // status wins; when none does, the error (Unavailable) names every URL and why it failed.
+  static Result<std::string> FetchClusterInfo(
+      const std::vector<common::Url>& urls, const common::TlsConfig& tls,
+      std::chrono::milliseconds timeout,
+      const common::Clock& clock = common::SystemClock::Instance());
 
   // Stops listening, closes every connection and joins the transport threads, without waiting
   // for backoffs or transfers (unfinished snapshots fail without on_snapshot_sent). Idempotent;
