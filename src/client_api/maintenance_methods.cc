@@ -19,7 +19,7 @@ using etcdserverpb::SnapshotResponse;
 // is read once the previous one is written, so a slow client holds one blob in memory.
 class SnapshotSender : public std::enable_shared_from_this<SnapshotSender> {
  public:
-  static constexpr size_t kChunk = 32 * 1024;
+  static constexpr size_t kChunk = size_t{32} << 10;
   static constexpr size_t kShaSize = 32;
 
   explicit SnapshotSender(std::shared_ptr<StreamSink> sink) : sink_(std::move(sink)) {}

@@ -57,7 +57,7 @@ struct NativeRpcServer::Impl final : LoopHost {
     *deadline = drain_deadline;
     return stop_requested;
   }
-  void Accept(size_t index) override;
+  void Accept(size_t listener) override;
   void StopAccepting(EventLoop& loop) override {
     if (&loop != loops[0].get()) return;
     for (const Listener& l : listeners) {
@@ -184,7 +184,7 @@ NativeRpcOptions NativeRpcOptions::FromConfig(const common::EtcdConfig& cfg) {
   o.urls = cfg.listen_client_urls;
   o.metrics_urls = cfg.listen_metrics_urls;
   o.tls = cfg.client_tls;
-  o.max_request_message_bytes = cfg.max_request_bytes + 512 * 1024;
+  o.max_request_message_bytes = cfg.max_request_bytes + (size_t{512} << 10);
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // etcd hands gRPC only the values > 0; gRPC's own defaults stand for the others.
   o.keepalive_min_time = cfg.grpc_keepalive_min_time.count() > 0 ? cfg.grpc_keepalive_min_time

@@ -438,6 +438,7 @@ Status ValidateConfig(const EtcdConfig& cfg) {
     // etcd requires the advertised peer URLs of this member to match its initial-cluster entry.
     auto sorted = [](std::vector<Url> v) {
       std::vector<std::string> s;
+      s.reserve(v.size());
       for (auto& u : v) s.push_back(u.ToString());
       std::sort(s.begin(), s.end());
       return s;

@@ -122,7 +122,7 @@ bool ParseGoInt(const std::string& s, int64_t* out, std::string* err) {
     if (std::isdigit(c))
       d = c - '0';
     else if (std::isalpha(c))
-      d = static_cast<uint64_t>(std::tolower(c) - 'a' + 10);
+      d = static_cast<uint64_t>(std::tolower(c) - 'a') + 10;
     else
       return false;
     if (d >= base) return false;

@@ -17,7 +17,7 @@ std::string FormatMetricValue(double v) {
   // 'g' format), and otherwise writes the same digits without an exponent.
   char buf[64];
   auto sci = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  const std::string scientific(buf, sci.ptr);
+  std::string scientific(buf, sci.ptr);
   const int exp = std::atoi(scientific.c_str() + scientific.find('e') + 1);
   if (exp < -4 || exp >= 6) return scientific;
   auto fixed = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);

@@ -6,7 +6,6 @@
 
 #include <sys/stat.h>
 
-#include <cmath>
 #include <cstring>
 
 #include "etcdw/common/etcd_errors.h"
@@ -21,9 +20,9 @@ namespace {
 
 // etcd's minimum lease TTL: ceil(1.5 x election timeout), in whole heartbeats.
 int64_t MinLeaseTtl(const common::EtcdConfig& cfg) {
-  int64_t election_ticks = cfg.election_timeout.count() / cfg.heartbeat_interval.count();
-  double ms = static_cast<double>((3 * election_ticks) / 2) * cfg.heartbeat_interval.count();
-  return static_cast<int64_t>(std::ceil(ms / 1000.0));
+  const int64_t election_ticks = cfg.election_timeout.count() / cfg.heartbeat_interval.count();
+  const int64_t ms = ((3 * election_ticks) / 2) * cfg.heartbeat_interval.count();  // whole ticks
+  return (ms + 999) / 1000;
 }
 
 // etcd's request ID generator: 2 bytes of member ID, 5 bytes of milliseconds, 1 byte counter.
@@ -68,7 +67,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
     }
     // Joining after MemberAdd: the cluster tells this member its ID; the leader then sends the
     // log (or a snapshot of its state), which brings the membership.
-    ETCDW_ASSIGN_OR_RETURN(JoinInfo join, DiscoverCluster(cfg));
+    ETCDW_ASSIGN_OR_RETURN(JoinInfo join, DiscoverCluster(cfg, 5, std::chrono::seconds(1), clock));
     s->local_id_ = join.local_id;
     storage::Batch batch(*s->engine_);
     cluster::StageLocalMemberId(batch, join.local_id);
@@ -90,6 +89,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
                              common::JoinUrls(cfg.initial_advertise_peer_urls));
     }
     std::vector<uint64_t> ids;
+    ids.reserve(bootstrap.size());
     for (const cluster::Member& m : bootstrap) ids.push_back(m.id);
     const uint64_t cluster_id = cluster::ComputeClusterId(ids);
     if (restored && (restored->member_id != s->local_id_ || restored->cluster_id != cluster_id)) {
@@ -120,7 +120,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   s->quota_ = std::make_unique<Quota>(*s->engine_, cfg.quota_backend_bytes);
 
   WatchHubOptions wo;
-  wo.fragment_bytes = cfg.max_request_bytes + 512 * 1024;
+  wo.fragment_bytes = cfg.max_request_bytes + (size_t{512} << 10);
   EtcdServer* self = s.get();
   wo.fill_header = [self](etcdserverpb::ResponseHeader* h) {
     h->set_cluster_id(self->membership_.cluster_id());
@@ -182,6 +182,7 @@ EtcdServer::~EtcdServer() { Stop(); }
 Status EtcdServer::Start() {
   hub_->Start();
   peer_transport::PeerTransportOptions to;
+  to.clock = &clock_;
   to.local_id = local_id_;
   to.cluster_id = membership_.cluster_id();
   to.listen_urls = cfg_.listen_peer_urls;

@@ -1,7 +1,8 @@
 #include "etcdw/member/join.h"
 
 #include <algorithm>
-#include <thread>
+#include <condition_variable>
+#include <mutex>
 
 #include "etcdw/common/logging.h"
 #include "etcdw/peer_transport/peer_transport.h"
@@ -12,6 +13,7 @@ namespace {
 
 std::vector<std::string> Strings(const std::vector<common::Url>& urls) {
   std::vector<std::string> out;
+  out.reserve(urls.size());
   for (const auto& u : urls) out.push_back(u.ToString());
   return out;
 }
@@ -61,7 +63,8 @@ Result<JoinInfo> MatchClusterToConfig(const common::EtcdConfig& cfg, uint64_t cl
 }
 
 Result<JoinInfo> DiscoverCluster(const common::EtcdConfig& cfg, int attempts,
-                                 std::chrono::milliseconds retry_delay) {
+                                 std::chrono::milliseconds retry_delay,
+                                 const common::Clock& clock) {
   std::vector<common::Url> urls;
   for (const auto& [name, member_urls] : cfg.initial_cluster) {
     if (name == cfg.name) continue;
@@ -73,9 +76,14 @@ Result<JoinInfo> DiscoverCluster(const common::EtcdConfig& cfg, int attempts,
   }
   Status last;
   for (int i = 0; i < attempts; ++i) {
-    if (i > 0) std::this_thread::sleep_for(retry_delay);
+    if (i > 0) {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::unique_lock lock(mu);
+      clock.WaitUntil(lock, cv, clock.Now() + retry_delay, [] { return false; });
+    }
     auto answer = peer_transport::PeerTransport::FetchClusterInfo(urls, cfg.peer_tls,
-                                                                  std::chrono::seconds(2));
+                                                                  std::chrono::seconds(2), clock);
     if (!answer.ok()) {
       last = answer.status();
       log::Warn("cannot fetch the cluster information yet", {log::F("error", last)});

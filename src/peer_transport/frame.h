@@ -38,7 +38,7 @@ inline constexpr size_t kHandshakeSize = 36;
 inline constexpr size_t kAckSize = 8;
 inline constexpr size_t kFrameHeaderSize = 9;
 // Snapshot data travels in chunk frames of at most this size (and at most max_message_bytes).
-inline constexpr size_t kSnapshotChunkBytes = 256 * 1024;
+inline constexpr size_t kSnapshotChunkBytes = size_t{256} << 10;
 // The payload of a snapshot end frame: u64 total bytes | u32 CRC-32C of all the bytes.
 inline constexpr size_t kSnapshotEndSize = 12;
 // The fixed parts of call and reply payloads.

@@ -28,7 +28,7 @@ class FrameBuffer {
  public:
   // Room a read is offered beyond the frame it completes, so that it can bring the frames queued
   // behind it.
-  static constexpr size_t kReadBytes = 64 * 1024;
+  static constexpr size_t kReadBytes = size_t{64} << 10;
   // An emptied buffer larger than this (it held a large frame) is given back.
   static constexpr size_t kKeepBytes = 1 << 20;
 

@@ -37,7 +37,7 @@ inline constexpr std::chrono::seconds kLogInterval{10};
 // Buffers that grew beyond this for one large message are released afterwards.
 inline constexpr size_t kKeepCapacity = 1 << 20;
 // The snapshot result frame is small.
-inline constexpr size_t kMaxResultBytes = 64 * 1024;
+inline constexpr size_t kMaxResultBytes = size_t{64} << 10;
 // Longer timeouts (e.g. milliseconds::max() for "none") are cut to this, so that adding them to
 // the clock cannot overflow.
 inline constexpr milliseconds kMaxTimeout = std::chrono::hours(24 * 365);

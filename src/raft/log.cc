@@ -77,8 +77,8 @@ std::vector<raftpb::Entry> Unstable::Slice(uint64_t lo, uint64_t hi) const {
 // ---------------------------------------------------------------------------------------------
 // Log
 
-Log::Log(const Storage* storage, uint64_t max_next_size)
-    : storage_(storage), max_next_size_(max_next_size) {
+Log::Log(const Storage* storage, uint64_t max_committed_size_per_ready)
+    : storage_(storage), max_next_size_(max_committed_size_per_ready) {
   uint64_t first = storage->FirstIndex();
   uint64_t last = storage->LastIndex();
   unstable_.offset = last + 1;

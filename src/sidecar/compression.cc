@@ -12,7 +12,7 @@
 namespace etcdw::sidecar {
 namespace {
 
-constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kChunk = size_t{64} << 10;
 
 Status IoError(const char* what, const std::string& path, int err) {
   std::string m = std::string(what) + " " + path + ": " + std::strerror(err);

@@ -334,7 +334,9 @@ wrap:
     }
     set(FromLocalFields(c.year, c.month, c.day + 1, c.hour, c.minute, c.second));
     // Where a DST change moved midnight, step back onto it.
-    if (c.hour != 0) set(c.hour > 12 ? u + (24 - c.hour) * 3600 : u - c.hour * 3600);
+    if (c.hour != 0) {
+      set(c.hour > 12 ? u + int64_t{24 - c.hour} * 3600 : u - int64_t{c.hour} * 3600);
+    }
     if (c.day == 1) goto wrap;
   }
   while (!bit(hour_, c.hour)) {

@@ -184,6 +184,7 @@ Result<std::string> EtcdConfigTemplate::Render(
     entries = kept;
   }
   std::vector<std::string> parts;
+  parts.reserve(entries.size());
   for (const auto& [n, u] : entries) parts.push_back(n + "=" + u);
   if (!entries.empty()) out["initial-cluster"] = Join(parts, ",");
 

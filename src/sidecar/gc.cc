@@ -82,7 +82,7 @@ void SelectExponential(const std::vector<SnapshotInfo>& list, const std::vector<
         eod -= Hours(24);
         tracking_week = true;
       }
-      threshold = 24 * 7;
+      threshold = int64_t{24} * 7;
     } else {
       threshold = kNever;
     }

@@ -12,7 +12,7 @@ constexpr uint32_t kMaxWidth = 12;
 constexpr uint32_t kMaxCode = (1u << kMaxWidth) - 1;  // 4095: never assigned by the encoder
 constexpr int kTableBits = 14;                        // 16384 slots for < 4096 entries
 constexpr uint32_t kTableMask = (1u << kTableBits) - 1;
-constexpr size_t kOutChunk = 64 * 1024;
+constexpr size_t kOutChunk = size_t{64} << 10;
 
 uint32_t Slot(uint32_t key) { return (key * 0x9E3779B1u) >> (32 - kTableBits); }
 

@@ -410,6 +410,7 @@ Status S3Store::PutMultipart(const std::string& key, const std::string& src, int
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(workers));
   for (int w = 0; w < workers; ++w) threads.emplace_back(work);
   for (auto& t : threads) t.join();
 

@@ -19,6 +19,7 @@
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcdw/client_api/native_rpc_server.h"
 #include "etcdw/common/config.h"
+#include "support/local_member.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::client_api {
@@ -29,20 +30,9 @@ class NativeRpcServerTest : public ::testing::Test {
     scratch_ = std::make_unique<testsupport::ScratchDir>("native");
     dir_ = scratch_->path();
     ASSERT_FALSE(dir_.empty());
-    auto cfg = common::ParseConfig("name: t\ndata-dir: " + dir_ +
-                                       "\nlisten-peer-urls: http://127.0.0.1:0\n" +
-                                       "listen-client-urls: http://127.0.0.1:0\n",
-                                   "test");
-    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
-    auto s = member::EtcdServer::Open(*cfg);
+    auto s = testsupport::StartLocalMember(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
-    ASSERT_TRUE(server_->Start().ok());
-    for (int i = 0; i < 500 && !server_->Published(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_TRUE(server_->Published());
   }
   void TearDown() override {
     native_.reset();

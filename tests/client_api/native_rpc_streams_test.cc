@@ -96,37 +96,10 @@ TEST_F(NativeRpcStreamsTest, WatchDeliversEventsAndCancels) {
 
 TEST_F(NativeRpcStreamsTest, AWatchRequestThatDoesNotParseEndsTheStreamWithGrpcGosWords) {
   StartNative();
-  grpc::CompletionQueue cq;
-  grpc::GenericStub stub(channel_);
-  auto ctx = Ctx();
-  auto call = stub.PrepareCall(ctx.get(), "/etcdserverpb.Watch/Watch", &cq);
-  auto step = [&cq](intptr_t want) {
-    void* tag = nullptr;
-    bool ok = false;
-    EXPECT_EQ(cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(10)),
-              grpc::CompletionQueue::GOT_EVENT);
-    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
-    return ok;
-  };
-  call->StartCall(reinterpret_cast<void*>(1));
-  step(1);
   // Field 1 (create_request) announcing 100 bytes, followed by 2.
-  grpc::Slice slice(std::string("\x0a\x64\x0a\x01", 4));
-  grpc::ByteBuffer out(&slice, 1), in;
-  call->Write(out, reinterpret_cast<void*>(2));
-  step(2);
-  call->Read(&in, reinterpret_cast<void*>(3));
-  EXPECT_FALSE(step(3)) << "no response to a request that does not parse";
-  grpc::Status st;
-  call->Finish(&st, reinterpret_cast<void*>(4));
-  step(4);
+  grpc::Status st = testsupport::WatchWithRawRequest(channel_, std::string("\x0a\x64\x0a\x01", 4));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_EQ(st.error_message(), "grpc: failed to unmarshal the received message");
-  cq.Shutdown();
-  void* tag;
-  bool ok;
-  while (cq.Next(&tag, &ok)) {
-  }
   EXPECT_TRUE(Put(*kv_, "k", "served on").ok());
 }
 

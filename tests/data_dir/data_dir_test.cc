@@ -28,6 +28,7 @@
 #include "etcdw/storage/versioned_key.h"
 #include "support/await.h"
 #include "support/files.h"
+#include "support/local_member.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::data_dir {
@@ -89,14 +90,10 @@ class DataDirTest : public ::testing::Test {
     scratch_.reset();
   }
 
+  // The member of `dir`, started (support/local_member.h).
   Result<std::unique_ptr<member::EtcdServer>> OpenServer(const std::string& dir,
                                                          const std::string& identity) {
-    // The peer port is picked by the kernel: tests run in parallel.
-    auto cfg = common::ParseConfig(
-        identity + "data-dir: " + dir + "\nlisten-peer-urls: http://127.0.0.1:0\n", "test");
-    if (!cfg.ok()) return cfg.status();
-    ETCDW_RETURN_IF_ERROR(common::PrepareDataDir(*cfg));
-    return member::EtcdServer::Open(*cfg, clock_);
+    return testsupport::StartLocalMember(dir, identity, clock_);
   }
 
   void Start(const std::string& dir, const std::string& identity = "name: t\n") {
@@ -104,7 +101,6 @@ class DataDirTest : public ::testing::Test {
     auto s = OpenServer(dir, identity);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
-    ASSERT_TRUE(server_->Start().ok());
   }
   // Destroying the member closes its store and releases the store's lock.
   void StopServer() { server_.reset(); }

@@ -27,36 +27,7 @@ WatchRequest WithFilters(WatchRequest req, std::vector<WatchCreateRequest::Filte
 
 // Sends `bytes` as a Watch request on a new stream of `m` and returns how the stream ended.
 grpc::Status WatchWithRawRequest(Member& m, const std::string& bytes) {
-  grpc::CompletionQueue cq;
-  grpc::GenericStub stub(m.client().channel);
-  auto ctx = Ctx(std::chrono::seconds(10));
-  auto call = stub.PrepareCall(ctx.get(), "/etcdserverpb.Watch/Watch", &cq);
-  auto step = [&cq](int want) {
-    void* tag = nullptr;
-    bool ok = false;
-    EXPECT_EQ(cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(10)),
-              grpc::CompletionQueue::GOT_EVENT);
-    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
-    return ok;
-  };
-  call->StartCall(reinterpret_cast<void*>(1));
-  step(1);
-  grpc::Slice slice(bytes);
-  grpc::ByteBuffer out(&slice, 1);
-  call->Write(out, reinterpret_cast<void*>(2));
-  step(2);
-  grpc::ByteBuffer in;
-  call->Read(&in, reinterpret_cast<void*>(3));
-  EXPECT_FALSE(step(3)) << "a response to a request that does not parse";
-  grpc::Status st;
-  call->Finish(&st, reinterpret_cast<void*>(4));
-  step(4);
-  cq.Shutdown();
-  void* tag;
-  bool ok;
-  while (cq.Next(&tag, &ok)) {
-  }
-  return st;
+  return testsupport::WatchWithRawRequest(m.client().channel, bytes);
 }
 
 TEST_F(DiffTest, WatchRequestThatDoesNotParseEndsTheStreamLikeEtcd) {

@@ -13,6 +13,7 @@
 
 #include "etcdw/common/etcd_errors.h"
 #include "support/await.h"
+#include "support/local_member.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::member {
@@ -34,16 +35,9 @@ class EtcdServerTest : public ::testing::Test {
 
   void Open(const std::string& extra_yaml = "") {
     server_.reset();
-    // The peer port is picked by the kernel: tests run in parallel.
-    auto cfg = common::ParseConfig(
-        "name: t\ndata-dir: " + dir_ + "\nlisten-peer-urls: http://127.0.0.1:0\n" + extra_yaml,
-        "test");
-    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
-    auto s = EtcdServer::Open(*cfg, clock_);
+    auto s = testsupport::StartLocalMember(dir_, extra_yaml, clock_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
-    ASSERT_TRUE(server_->Start().ok());
   }
 
   Result<etcdserverpb::PutResponse> Put(const std::string& k, const std::string& v,

@@ -23,6 +23,7 @@
 #include "etcdw/common/url.h"
 #include "etcdw/peer_transport/peer_transport.h"
 #include "etcdw/raft.pb.h"
+#include "support/await.h"
 
 namespace etcdw::peer_transport {
 
@@ -31,16 +32,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 inline constexpr uint64_t kClusterId = 0x1000;
 
-// Polls `pred` until it holds or `timeout` passes (generous: the machine may be loaded).
-template <typename Pred>
-bool WaitUntil(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (!pred()) {
-    if (SteadyClock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using testsupport::WaitUntil;  // support/await.h
 
 // ---------------------------------------------------------------------------------------------
 // Messages and snapshots

@@ -17,6 +17,7 @@
 
 #include "etcdw/peer_transport/peer_transport.h"
 #include "peer_transport/peer_transport_fixture.h"
+#include "test_certs.h"
 
 namespace etcdw::peer_transport {
 namespace {
@@ -25,35 +26,15 @@ using namespace std::chrono_literals;
 
 class PeerTransportTlsTest : public ::testing::Test {
  protected:
+  // A CA with a peer certificate, and another CA with its own ("other"), as the tests need.
   static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/etcdw-peer-tls-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    const std::string script = "set -e; cd '" + dir_ +
-                               "'\n"
-                               "K='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'\n"
-                               "openssl req -x509 $K -keyout ca.key -out ca.crt -subj /CN=test-ca "
-                               "-days 2\n"
-                               "openssl req -x509 $K -keyout other-ca.key -out other-ca.crt "
-                               "-subj /CN=other-ca -days 2\n"
-                               "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n"
-                               "extendedKeyUsage=serverAuth,clientAuth\\n"
-                               "keyUsage=critical,digitalSignature\\n' > ext.cnf\n"
-                               "openssl req $K -keyout peer.key -out peer.csr -subj /CN=peer\n"
-                               "openssl x509 -req -in peer.csr -CA ca.crt -CAkey ca.key "
-                               "-CAcreateserial -days 2 -extfile ext.cnf -out peer.crt\n"
-                               "openssl req $K -keyout other.key -out other.csr -subj /CN=other\n"
-                               "openssl x509 -req -in other.csr -CA other-ca.crt -CAkey "
-                               "other-ca.key -CAcreateserial -days 2 -extfile ext.cnf -out "
-                               "other.crt\n";
-    std::ofstream(dir_ + "/gen.sh") << script;
-    ASSERT_EQ(std::system(("bash '" + dir_ + "/gen.sh' >'" + dir_ + "/gen.log' 2>&1").c_str()), 0)
-        << "openssl failed; see " << dir_ << "/gen.log";
+    certs_ = std::make_unique<testing::TestCerts>();
+    ASSERT_TRUE(certs_->AddCa("ca") && certs_->AddCa("other-ca") && certs_->Issue("peer", "ca") &&
+                certs_->Issue("other", "other-ca"))
+        << certs_->log();
+    dir_ = certs_->dir();
   }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  static void TearDownTestSuite() { certs_.reset(); }
 
   static common::TlsConfig Tls(const std::string& cert, bool client_cert_auth = true) {
     common::TlsConfig t;
@@ -81,9 +62,11 @@ class PeerTransportTlsTest : public ::testing::Test {
     EXPECT_EQ(b.rec->MessageCount(), 0u);
   }
 
+  static std::unique_ptr<testing::TestCerts> certs_;
   static std::string dir_;
 };
 
+std::unique_ptr<testing::TestCerts> PeerTransportTlsTest::certs_;
 std::string PeerTransportTlsTest::dir_;
 
 TEST_F(PeerTransportTlsTest, ClientCertAuthMessagesAndSnapshot) {

@@ -263,10 +263,7 @@ TEST(Snapshot, SlowNodeRestore) {
   nt.Isolate(3);
   for (int j = 0; j <= 100; ++j) nt.Send(Prop(1));
   Raft& lead = nt[1];
-  PersistAndApply(lead, nt.StorageOf(1));
-  raftpb::ConfState cs = lead.tracker().ConfState();
-  ASSERT_TRUE(nt.StorageOf(1).CreateSnapshot(lead.log().applied(), &cs).ok());
-  ASSERT_TRUE(nt.StorageOf(1).Compact(lead.log().applied()).ok());
+  SnapshotAndCompact(nt, 1);
   nt.Recover();
   // Heartbeats until the leader knows 3 is active (it sends snapshots only to active members).
   for (int i = 0; i < 10 && !lead.tracker().Get(3)->recent_active; ++i) {

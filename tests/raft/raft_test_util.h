@@ -443,4 +443,14 @@ class Network {
   std::set<MessageType> ignored_;
 };
 
+// Member `id` of `nt` persists and applies what it has, snapshots its applied state and
+// compacts its log up to it: a member cut off before that can catch up only by a snapshot.
+inline void SnapshotAndCompact(Network& nt, uint64_t id) {
+  Raft& r = nt[id];
+  PersistAndApply(r, nt.StorageOf(id));
+  raftpb::ConfState cs = r.tracker().ConfState();
+  ASSERT_TRUE(nt.StorageOf(id).CreateSnapshot(r.log().applied(), &cs).ok());
+  ASSERT_TRUE(nt.StorageOf(id).Compact(r.log().applied()).ok());
+}
+
 }  // namespace etcdw::raft::rafttest

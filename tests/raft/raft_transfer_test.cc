@@ -91,10 +91,7 @@ TEST_P(LeaderTransfer, AfterSnapshot) {
   nt.Isolate(3);
   nt.Send(Prop(1));
   Raft& lead = nt[1];
-  PersistAndApply(lead, nt.StorageOf(1));
-  raftpb::ConfState cs = lead.tracker().ConfState();
-  ASSERT_TRUE(nt.StorageOf(1).CreateSnapshot(lead.log().applied(), &cs).ok());
-  ASSERT_TRUE(nt.StorageOf(1).Compact(lead.log().applied()).ok());
+  SnapshotAndCompact(nt, 1);
   nt.Recover();
   ASSERT_EQ(lead.tracker().Get(3)->match, 1u);
   // Hold 3's acknowledgement of the snapshot until it has persisted the snapshot.

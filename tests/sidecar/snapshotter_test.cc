@@ -24,6 +24,7 @@
 #include "etcdw/sidecar/snapshot_verify.h"
 #include "support/await.h"
 #include "support/files.h"
+#include "support/local_member.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::sidecar {
@@ -110,19 +111,11 @@ class SnapshotterTest : public ::testing::Test {
   }
 
   void StartMember() {
-    auto cfg = common::ParseConfig("name: t\ndata-dir: " + root_ +
-                                       "/data\nlisten-peer-urls: http://127.0.0.1:0\n"
-                                       "listen-client-urls: http://127.0.0.1:0\n",
-                                   "test");
-    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
-    auto s = member::EtcdServer::Open(*cfg);
+    auto s = testsupport::StartLocalMember(root_ + "/data");
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
-    ASSERT_TRUE(server_->Start().ok());
-    ASSERT_TRUE(WaitUntil([&] { return server_->Published(); }));
     client_api::NativeRpcOptions o;
-    o.urls = cfg->listen_client_urls;
+    o.urls = server_->config().listen_client_urls;
     auto n = client_api::NativeRpcServer::Start(*server_, o);
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     native_ = std::move(n).value();

@@ -1,8 +1,14 @@
 // Watch requests for tests that drive Watch streams (the diff suite, the client API's stream
-// tests, the command-line tests). Header-only.
+// tests, the command-line tests), and a raw one. Header-only.
 #pragma once
 
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
@@ -32,6 +38,43 @@ inline etcdserverpb::WatchRequest ProgressRequest() {
   etcdserverpb::WatchRequest req;
   req.mutable_progress_request();
   return req;
+}
+
+// Sends `bytes` as the first message of a new Watch stream on `channel`, expects no response,
+// and returns how the server ended the stream.
+inline grpc::Status WatchWithRawRequest(const std::shared_ptr<grpc::Channel>& channel,
+                                        const std::string& bytes) {
+  grpc::CompletionQueue cq;
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call = stub.PrepareCall(&ctx, "/etcdserverpb.Watch/Watch", &cq);
+  auto step = [&cq](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    EXPECT_EQ(cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(10)),
+              grpc::CompletionQueue::GOT_EVENT);
+    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
+    return ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  step(1);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer out(&slice, 1);
+  call->Write(out, reinterpret_cast<void*>(2));
+  step(2);
+  grpc::ByteBuffer in;
+  call->Read(&in, reinterpret_cast<void*>(3));
+  EXPECT_FALSE(step(3)) << "a response to the raw request";
+  grpc::Status st;
+  call->Finish(&st, reinterpret_cast<void*>(4));
+  step(4);
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  return st;
 }
 
 }  // namespace etcdw::testsupport

@@ -25,7 +25,7 @@ struct Url {
 
 // Parses one URL with etcd's rules (types.NewURLs): surrounding blanks are trimmed, the scheme
 // must be http or https, the authority must be host:port, and there must be no path.
-Result<Url> ParseUrl(std::string_view text);
+Result<Url> ParseUrl(std::string_view raw);
 
 // Parses a comma-separated list; an empty list is an error ("no valid URLs given").
 Result<std::vector<Url>> ParseUrlList(std::string_view text);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "etcdw/cluster/membership.h"
+#include "etcdw/common/clock.h"
 #include "etcdw/common/config.h"
 #include "etcdw/common/status.h"
 
@@ -22,9 +23,11 @@ struct JoinInfo {
 // Asks the members of initial-cluster other than this one (cfg.name), at their peer URLs, for
 // the cluster information; tries `attempts` rounds, `retry_delay` apart. As etcd, initial-cluster
 // must list exactly the cluster's members (compared by peer URLs), and this member is the one
-// whose peer URLs are initial-advertise-peer-urls. Errors say which check failed.
+// whose peer URLs are initial-advertise-peer-urls. Errors say which check failed. The delays and
+// each query's timeout (2 s) are measured on `clock`.
 Result<JoinInfo> DiscoverCluster(const common::EtcdConfig& cfg, int attempts = 5,
-                                 std::chrono::milliseconds retry_delay = std::chrono::seconds(1));
+                                 std::chrono::milliseconds retry_delay = std::chrono::seconds(1),
+                                 const common::Clock& clock = common::SystemClock::Instance());
 
 // The checks of DiscoverCluster on an answer (`remote`: the cluster's ID and members).
 Result<JoinInfo> MatchClusterToConfig(const common::EtcdConfig& cfg, uint64_t cluster_id,

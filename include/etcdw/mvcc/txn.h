@@ -33,7 +33,7 @@ Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadView& view,
 Result<etcdserverpb::TxnResponse> ExecuteReadTxn(const ReadView& view,
                                                  const etcdserverpb::TxnRequest& r);
 
-Result<etcdserverpb::PutResponse> ExecutePut(WriteTxn& txn, const etcdserverpb::PutRequest& r);
+Result<etcdserverpb::PutResponse> ExecutePut(WriteTxn& txn, const etcdserverpb::PutRequest& p);
 Result<etcdserverpb::DeleteRangeResponse> ExecuteDeleteRange(
     WriteTxn& txn, const etcdserverpb::DeleteRangeRequest& r);
 Result<etcdserverpb::TxnResponse> ExecuteTxn(WriteTxn& txn, const etcdserverpb::TxnRequest& r);

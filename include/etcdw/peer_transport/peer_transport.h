@@ -2,6 +2,11 @@
 // listen-peer-urls (Boost.Asio), plus request/response calls between members and the cluster
 // information query of a joining member.
 //
+// The library (src/peer_transport/, include/etcdw/peer_transport/) owns the wire between members:
+// connections, the handshake, frames, TLS, backoff and deadlines. It knows nothing of the member
+// that uses it (messages are raftpb messages, calls are opaque bytes) and uses only common and
+// proto. The allowed graph: scripts/include-rules.txt.
+//
 // Wire format (src/peer_transport/frame.h), all integers big-endian. A connection starts with
 // a handshake that the dialer writes:
 //   u32 magic "EWPT" | u16 version (1) | u8 stream kind | u8 0 |
