@@ -112,6 +112,20 @@ size_t Utf8SequenceLength(std::string_view s) {
   return len;
 }
 
+// JSON's two-character escapes of control characters (as Go's encoder writes them), or null.
+const char* ShortEscape(unsigned char c) {
+  switch (c) {
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 void AppendJsonString(std::string& out, std::string_view s) {
@@ -124,28 +138,18 @@ void AppendJsonString(std::string& out, std::string_view s) {
       out.push_back('\\');
       out.push_back(static_cast<char>(c));
       ++i;
-    } else if (c == '\n') {
-      out += "\\n";
+    } else if (const char* escape = ShortEscape(c)) {
+      out += escape;
       ++i;
-    } else if (c == '\r') {
-      out += "\\r";
-      ++i;
-    } else if (c == '\t') {
-      out += "\\t";
-      ++i;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\u00";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-      ++i;
-    } else if (c < 0x80) {
+    } else if (c >= 0x20 && c < 0x7f) {
       out.push_back(static_cast<char>(c));
       ++i;
-    } else if (size_t len = Utf8SequenceLength(s.substr(i)); len > 0) {
-      // A well-formed sequence is copied; anything else is escaped one byte at a time.
+    } else if (size_t len = c >= 0x80 ? Utf8SequenceLength(s.substr(i)) : 0; len > 0) {
+      // A well-formed sequence is copied.
       out.append(s.substr(i, len));
       i += len;
     } else {
+      // Other control characters, DEL, and bytes of no well-formed sequence, one at a time.
       out += "\\u00";
       out.push_back(kHex[c >> 4]);
       out.push_back(kHex[c & 15]);

@@ -301,15 +301,15 @@ Status Raft::Step(const Message& m) {
       // of higher terms: a disruptive candidate cannot depose a healthy leader.
       if (!force && in_lease) return Status::Ok();
     }
-    if (m.type() == raftpb::MSG_PRE_VOTE) {
-      // A pre-vote never changes our term.
-    } else if (m.type() == raftpb::MSG_PRE_VOTE_RESP && !m.reject()) {
-      // A granted pre-vote carries the future term; the term moves when the election starts.
-    } else if (m.type() == raftpb::MSG_APP || m.type() == raftpb::MSG_HEARTBEAT ||
-               m.type() == raftpb::MSG_SNAP) {
-      BecomeFollower(m.term(), m.from());
-    } else {
-      BecomeFollower(m.term(), kNone);
+    // A pre-vote never changes our term, nor does a granted pre-vote's answer, which carries
+    // the future term (the term moves when the election starts).
+    const bool keeps_term =
+        m.type() == raftpb::MSG_PRE_VOTE || (m.type() == raftpb::MSG_PRE_VOTE_RESP && !m.reject());
+    if (!keeps_term) {
+      // Only a leader sends these: it is the leader of the new term.
+      const bool from_leader = m.type() == raftpb::MSG_APP || m.type() == raftpb::MSG_HEARTBEAT ||
+                               m.type() == raftpb::MSG_SNAP;
+      BecomeFollower(m.term(), from_leader ? m.from() : kNone);
     }
   } else if (m.term() < term_) {
     if ((check_quorum_ || pre_vote_) &&
@@ -847,9 +847,7 @@ raftpb::ConfState Raft::ApplyConfChange(const raftpb::ConfChange& cc) {
       case raftpb::CONF_CHANGE_REMOVE_NODE:
         prs_.Remove(id);
         break;
-      case raftpb::CONF_CHANGE_UPDATE_NODE:
-        break;  // no Raft effect
-      default:
+      default:  // CONF_CHANGE_UPDATE_NODE (new URLs): no Raft effect
         break;
     }
   }

@@ -21,6 +21,7 @@
 #include "client_api/grpc_wire.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "native_rpc_fixture.h"
+#include "support/await.h"
 
 namespace etcdw::client_api {
 namespace {
@@ -344,10 +345,7 @@ TEST_F(NativeRpcServerTest, AClientLeavingWithCallsInFlightLeavesTheServerServin
       kv->async()->Put(ctxs.back().get(), &reqs[i], &resps[i], [&](grpc::Status) { ++done; });
     }
     for (auto& c : ctxs) c->TryCancel();
-    for (int i = 0; i < 500 && done < 50; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_EQ(done.load(), 50);
+    ASSERT_TRUE(testsupport::WaitUntil([&] { return done == 50; })) << done.load();
   }
   EXPECT_TRUE(Put(*kv_, "k", "v").ok());
 }

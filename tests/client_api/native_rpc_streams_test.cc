@@ -134,10 +134,8 @@ TEST_F(NativeRpcStreamsTest, AWatchClientThatStopsReadingMakesItsWatcherWaitInHi
     EXPECT_EQ(ev.kv().key(), "big/" + std::to_string(i));
     EXPECT_EQ(ev.kv().value().size(), value.size());
   }
-  for (int i = 0; i < 500 && server_->watch_hub().UnsyncedCount() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(server_->watch_hub().UnsyncedCount(), 0u) << "caught up, synced again";
+  EXPECT_TRUE(testsupport::WaitUntil([&] { return server_->watch_hub().UnsyncedCount() == 0; }))
+      << "caught up, synced again";
   ctx.TryCancel();
   w->Finish();
 }

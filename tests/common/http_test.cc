@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/await.h"
 #include "support/files.h"
 #include "test_certs.h"
 
@@ -122,15 +123,19 @@ TEST(HttpTest, PlainGetAndPostReachTheHandlerWithPathAndQuery) {
 TEST(HttpTest, ASlowHandlerHoldsOnlyItsOwnThreadAndStillAnswersAfterTheReadTimeout) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> in_slow{false};
   HttpServerOptions o{.host = "127.0.0.1", .read_timeout = 300ms, .threads = 2};
   auto server = HttpServer::Start(o, [&](const HttpRequest& r) {
-    if (r.path == "/slow") released.wait_for(10s);
+    if (r.path == "/slow") {
+      in_slow = true;
+      released.wait_for(10s);
+    }
     return HttpResponse{.body = r.path};
   });
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   const std::string addr = Local((*server)->port());
   auto slow = std::async(std::launch::async, [&] { return PlainClient(20s)->Get(addr, "/slow"); });
-  std::this_thread::sleep_for(100ms);  // /slow is in its handler
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return in_slow.load(); }));  // /slow holds a thread
   auto fast = PlainClient()->Get(addr, "/fast");
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
   EXPECT_EQ(fast->body, "/fast");

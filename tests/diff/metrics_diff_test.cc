@@ -203,15 +203,12 @@ TEST_F(DiffTest, MetricsCountWatchStreamsAsEtcdDoes) {
   // Each server counts the stream's end once it has seen the cancellation: wait for both.
   const std::string watch = "grpc_service=\"etcdserverpb.Watch\"";
   Page etcd_page, ours_page;
-  for (int i = 0; i < 250; ++i) {
+  WaitUntil([&] {
     etcd_page = Scrape(etcd());
     ours_page = Scrape(ours());
-    if (Sum(etcd_page, "grpc_server_handled_total", watch) == 1 &&
-        Sum(ours_page, "grpc_server_handled_total", watch) == 1) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return Sum(etcd_page, "grpc_server_handled_total", watch) == 1 &&
+           Sum(ours_page, "grpc_server_handled_total", watch) == 1;
+  });
   for (const char* family : {"grpc_server_started_total", "grpc_server_handled_total",
                              "grpc_server_msg_received_total", "grpc_server_msg_sent_total"}) {
     const auto theirs = Series(etcd_page, family, "grpc_service=\"etcdserverpb.Watch\"");

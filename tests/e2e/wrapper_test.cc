@@ -199,7 +199,9 @@ TEST(WrapperTest, SignalsDuringBootstrapAndASecondSignal) {
   WrapperPod pod;
   // Never up: a SIGTERM while waiting is recorded and ends the process with 0.
   ASSERT_TRUE(pod.Launch());
-  SleepMs(500);
+  ASSERT_TRUE(WaitUntil([&] {
+    return !LogsWithMsg(pod.log(), "error while fetching initialization status").empty();
+  })) << pod.log();  // it is waiting for the sidecar (and blocks the stop signals by then)
   pod.process().Signal(SIGTERM);
   ASSERT_EQ(pod.process().Wait(10s), 0) << pod.log();
   EXPECT_EQ(ReadFile(pod.exit_code_file()), "terminated");

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "etcdw/mvcc/txn.h"
+#include "support/await.h"
 
 namespace etcdw::member {
 namespace {
@@ -109,13 +110,10 @@ class WatchHubTest : public ::testing::Test {
 
   // Waits until the sink has at least `n` responses, completing writes as they come.
   std::vector<WatchResponse> WaitFor(FakeSink& sink, WatchStream& s, size_t n) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
+    testsupport::WaitUntil([&] {
       sink.Drain(s);
-      auto w = sink.written();
-      if (w.size() >= n) return w;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+      return sink.written().size() >= n;
+    });
     return sink.written();
   }
 
@@ -184,19 +182,17 @@ TEST_F(WatchHubTest, ReplaysHistoryThenContinuesLive) {
   FakeSink sink;
   auto s = hub_->NewStream(&sink);
   s->Create(Create("k", "l", 10));  // prefix, from revision 10
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (hub_->UnsyncedCount() > 0 && std::chrono::steady_clock::now() < deadline) {
+  testsupport::WaitUntil([&] {
     sink.Drain(*s);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+    return hub_->UnsyncedCount() == 0;
+  });
   Put("k1", "live");
   std::vector<int64_t> revs;
-  while (std::chrono::steady_clock::now() < deadline) {
+  testsupport::WaitUntil([&] {
     sink.Drain(*s);
     revs = EventRevisions(sink.written());
-    if (!revs.empty() && revs.back() == 122) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+    return !revs.empty() && revs.back() == 122;
+  });
   std::vector<int64_t> want;
   for (int64_t r = 10; r <= 122; ++r) want.push_back(r);
   EXPECT_EQ(revs, want);
@@ -217,13 +213,11 @@ TEST_F(WatchHubTest, SlowWatcherDoesNotBufferWithoutBoundAndLosesNothing) {
   EXPECT_GT(hub_->UnsyncedCount(), 0u);
   // Now the client reads: everything arrives, in order, without gaps or duplicates.
   std::vector<int64_t> revs;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
+  testsupport::WaitUntil([&] {
     slow.Drain(*s);
     revs = EventRevisions(slow.written());
-    if (revs.size() >= 400 && hub_->UnsyncedCount() == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+    return revs.size() >= 400 && hub_->UnsyncedCount() == 0;
+  });
   std::vector<int64_t> want;
   for (int64_t r = 2; r <= 401; ++r) want.push_back(r);
   EXPECT_EQ(revs, want);
@@ -360,13 +354,11 @@ TEST_F(WatchHubTest, ProgressRequestWaitsUntilWatchersAreSynced) {
   s->Create(Create("p", "", 2));
   s->RequestProgress();
   std::vector<WatchResponse> w;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
+  testsupport::WaitUntil([&] {
     sink.Drain(*s);
     w = sink.written();
-    if (!w.empty() && w.back().watch_id() == -1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+    return !w.empty() && w.back().watch_id() == -1;
+  });
   ASSERT_FALSE(w.empty());
   const WatchResponse& progress = w.back();
   EXPECT_EQ(progress.watch_id(), -1);
@@ -427,9 +419,8 @@ TEST_F(WatchHubTest, FragmentsLargeResponsesWhenAsked) {
     ASSERT_TRUE(kv_->Commit(*batch, ++index_).ok());
     hub_->Notify(batch->changes(), kv_->Rev());
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::vector<WatchResponse> frags, whole;
-  while (std::chrono::steady_clock::now() < deadline) {
+  testsupport::WaitUntil([&] {
     sink.Drain(*s);
     frags.clear();
     whole.clear();
@@ -439,9 +430,8 @@ TEST_F(WatchHubTest, FragmentsLargeResponsesWhenAsked) {
     }
     int fe = 0;
     for (auto& r : frags) fe += r.events_size();
-    if (fe == 7 && !whole.empty() && whole.back().events_size() == 6) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+    return fe == 7 && !whole.empty() && whole.back().events_size() == 6;
+  });
   ASSERT_EQ(whole.size(), 2u);  // without fragment: one response per revision
   ASSERT_GT(frags.size(), 2u);  // with fragment: the 6-event revision is split
   for (size_t i = 1; i + 1 < frags.size(); ++i) EXPECT_TRUE(frags[i].fragment());
