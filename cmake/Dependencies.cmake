@@ -11,7 +11,7 @@ find_package(OpenSSL REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS system)
 find_package(PkgConfig REQUIRED)
-# libnghttp2: HTTP/2 framing, HPACK and flow control for the native RPC server (server/rpc).
+# libnghttp2: HTTP/2 framing, HPACK and flow control for the client API server (src/client_api).
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
 if(ETCDW_BUILD_TESTS)
   find_package(GTest REQUIRED)

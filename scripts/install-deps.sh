@@ -13,7 +13,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-  # HTTP/2 for the native RPC server (src/server/rpc)
+  # HTTP/2 for the client API server (src/client_api)
   libnghttp2-dev
   # the binaries' memory allocator (docs/performance.md)
   libjemalloc-dev

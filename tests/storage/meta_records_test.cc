@@ -4,6 +4,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
+
+#include "support/files.h"
 
 namespace etcdw::storage::meta {
 namespace {
@@ -50,6 +53,33 @@ TEST(MetaRecordsTest, KindsDecideWhereARecordTravels) {
     EXPECT_FALSE(InSnapshot(key)) << key;
     EXPECT_FALSE(KeptByRestore(key)) << key;
     EXPECT_FALSE(KeptOverSnapshot(key)) << key;
+  }
+}
+
+// docs/design.md's table of the Meta records ("Storage layout") lists exactly these records, in
+// this order, with their kind.
+TEST(MetaRecordsTest, TheDesignDocumentListsEveryRecord) {
+  const std::string doc = testsupport::ReadFile(ETCDW_SOURCE_DIR "/docs/design.md");
+  ASSERT_FALSE(doc.empty());
+  const std::string header = "| key (a family: every key under the prefix) | kind |";
+  size_t at = doc.find(header);
+  ASSERT_NE(at, std::string::npos) << "the table is gone from docs/design.md";
+  at = doc.find('\n', doc.find('\n', at) + 1) + 1;  // past the header and its rule
+  std::vector<std::string> rows;
+  while (doc.compare(at, 1, "|") == 0) {
+    const size_t end = doc.find('\n', at);
+    rows.push_back(doc.substr(at, end - at));
+    at = end + 1;
+  }
+  ASSERT_EQ(rows.size(), AllRecords().size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Record& r = *AllRecords()[i];
+    const char* kind = r.kind == Kind::kReplicated ? "replicated"
+                       : r.kind == Kind::kLocal    ? "local"
+                                                   : "legacy";
+    EXPECT_EQ(rows[i].rfind("| `" + std::string(r.key), 0), 0u) << rows[i];
+    EXPECT_NE(rows[i].find(std::string("` | ") + kind + " |"), std::string::npos) << rows[i];
+    EXPECT_NE(rows[i].find(" | " + std::string(r.owner) + " | "), std::string::npos) << rows[i];
   }
 }
 

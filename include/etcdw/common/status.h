@@ -1,5 +1,5 @@
 // Errors as values. A Status is a code plus a message; the codes are numerically equal to gRPC
-// status codes so the server layer maps them without a table, and the messages of client-visible
+// status codes so the client API writes them without a table, and the messages of client-visible
 // errors are etcd's exact strings (see etcd_errors.h) because clients match on them.
 #pragma once
 

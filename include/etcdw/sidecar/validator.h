@@ -1,5 +1,5 @@
 // Validation of the member's data directory before etcd starts (gardener §4), on top of the
-// server layer's offline checks (server/data_dir.h).
+// offline checks of the data-directory tools (data_dir/data_dir.h).
 //
 //   sanity: the wrong-volume guard (file "safe_guard" beside the data directory holding
 //           POD_NAMESPACE), the directory structure, that the store opens and its revision;
