@@ -14,15 +14,6 @@ namespace etcdw::client_api {
 
 namespace {
 
-std::string OpenSslError() {
-  const unsigned long e = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
-  ERR_clear_error();
-  if (e == 0) return "unknown error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
 // The socket under a TLS session, as OpenSSL's own socket BIO but sending with MSG_NOSIGNAL: a
 // client that went away must end its connection, not the process (SIGPIPE).
 int FdOf(BIO* b) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b))); }
@@ -130,7 +121,7 @@ ssize_t TlsSession::Outcome(int ret) {
       if (errno != 0) error_ = std::strerror(errno);
       return kClosed;
     default:
-      error_ = OpenSslError();
+      error_ = common::TlsLibraryError();
       return kClosed;
   }
 }

@@ -22,16 +22,6 @@ namespace {
 
 using Options = TlsContextOptions;
 
-// OpenSSL's oldest queued error as text; the queue is cleared.
-std::string TlsLibraryError() {
-  const unsigned long e = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
-  ERR_clear_error();
-  if (e == 0) return "unknown error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
 // Why `path` cannot be opened for reading; empty when it can.
 std::string TlsFileUnreadable(const std::string& path) {
   std::ifstream in(path);
@@ -260,6 +250,15 @@ Status ExpectServerName(ssl_st* ssl, const std::string& host) {
     return InvalidArgument("TLS: cannot verify the server's name " + host);
   }
   return Status::Ok();
+}
+
+std::string TlsLibraryError() {
+  const unsigned long e = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
+  ERR_clear_error();
+  if (e == 0) return "unknown error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
 }
 
 }  // namespace etcdw::common

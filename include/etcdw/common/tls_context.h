@@ -86,4 +86,8 @@ Status LoadSystemRoots(ssl_ctx_st* ctx);
 // (verify_server false) enforces nothing.
 Status ExpectServerName(ssl_st* ssl, const std::string& host);
 
+// OpenSSL's oldest queued error of this thread as text ("unknown error" when none); the queue is
+// cleared.
+std::string TlsLibraryError();
+
 }  // namespace etcdw::common
