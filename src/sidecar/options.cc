@@ -114,6 +114,17 @@ void RegisterServerFlags(common::FlagSet& f, ServerOptions* o) {
          "ignore the snapshot integrity hash value");
   f.Int("max-fetchers", &o->restoration.max_fetchers, 6,
         "maximum number of threads that will fetch delta snapshots in parallel");
+  // Kubernetes leases
+  f.Bool("enable-member-lease-renewal", &o->leases.member_lease_renewal, false,
+         "renew this member's lease (named after the member) every --k8s-heartbeat-duration");
+  f.Duration("k8s-heartbeat-duration", &o->leases.heartbeat, milliseconds(30000),
+             "period of the member lease renewal");
+  f.Bool("enable-snapshot-lease-renewal", &o->leases.snapshot_lease_renewal, false,
+         "write the latest full and delta snapshot revisions to their leases");
+  f.String("full-snapshot-lease-name", &o->leases.full_lease_name, "full-snapshot-revisions",
+           "name of the lease holding the latest full snapshot's revision");
+  f.String("delta-snapshot-lease-name", &o->leases.delta_lease_name, "delta-snapshot-revisions",
+           "name of the lease holding the latest delta snapshot's revision");
   // leader election, defragmentation, wrapper
   f.Duration("reelection-period", &o->reelection_period, milliseconds(5000),
              "period after which the backup leader election is re-run");
@@ -193,6 +204,15 @@ Status ValidateServerOptions(const ServerOptions& o) {
   }
   if (o.reelection_period <= std::chrono::milliseconds(1000)) {
     problems.push_back("--reelection-period must be greater than 1s");
+  }
+  if (o.leases.heartbeat.count() <= 0) {
+    problems.push_back("--k8s-heartbeat-duration must be greater than 0");
+  }
+  if (o.leases.snapshot_lease_renewal &&
+      (o.leases.full_lease_name.empty() || o.leases.delta_lease_name.empty())) {
+    problems.push_back(
+        "--full-snapshot-lease-name and --delta-snapshot-lease-name must not be empty with "
+        "--enable-snapshot-lease-renewal");
   }
   if (o.leader_election_timeout <= std::chrono::milliseconds(1000)) {
     problems.push_back("--etcd-connection-timeout-leader-election must be greater than 1s");

@@ -46,8 +46,18 @@ struct RestorationFlags {
   int64_t max_fetchers = 6;      // --max-fetchers
 };
 
+// Kubernetes leases (gardener's health flags).
+struct LeaseFlags {
+  bool member_lease_renewal = false;                  // --enable-member-lease-renewal
+  std::chrono::milliseconds heartbeat{30000};         // --k8s-heartbeat-duration
+  bool snapshot_lease_renewal = false;                // --enable-snapshot-lease-renewal
+  std::string full_lease_name = "full-snapshot-revisions";    // --full-snapshot-lease-name
+  std::string delta_lease_name = "delta-snapshot-revisions";  // --delta-snapshot-lease-name
+};
+
 struct ServerOptions {
   EtcdConnectionOptions etcd;
+  LeaseFlags leases;
   HttpServerFlags http;
   SnapshotterFlags snapshotter;
   SnapStoreOptions store;
