@@ -55,47 +55,33 @@ void PrintVersion() {
   std::printf("etcdbrctl Version: %s\nGit SHA: %s\n", etcdw::kVersion, etcdw::kGitSha);
 }
 
-// Parses the server flags; returns an exit code when the process should end now.
-std::optional<int> ParseFlags(const std::string& command, const std::vector<std::string>& args,
-                              sidecar::ServerOptions* o, std::string* validation_mode = nullptr) {
-  etcdw::common::FlagSet flags("etcdbrctl " + command);
-  sidecar::RegisterServerFlags(flags, o);
-  if (validation_mode != nullptr) {
-    flags.String("validation-mode", validation_mode, "full",
-                 "mode to do data initialization: full or sanity");
-  }
+// Parses the flags of `command`; returns an exit code when the process should end now.
+std::optional<int> ParseFlags(sidecar::Command command, const std::string& name,
+                              const std::vector<std::string>& args, sidecar::ServerOptions* o) {
+  etcdw::common::FlagSet flags("etcdbrctl " + name);
+  sidecar::RegisterFlags(command, flags, o);
   auto parsed = flags.Parse(args);
   if (parsed.outcome == Outcome::kHelp) {
-    std::printf("Usage of etcdbrctl %s:\n%s", command.c_str(), flags.Usage().c_str());
+    std::printf("Usage of etcdbrctl %s:\n%s", name.c_str(), flags.Usage().c_str());
     return 0;
   }
   if (parsed.outcome == Outcome::kError) {
-    std::fprintf(stderr, "%s\nUsage of etcdbrctl %s:\n%s", parsed.error.c_str(), command.c_str(),
+    std::fprintf(stderr, "%s\nUsage of etcdbrctl %s:\n%s", parsed.error.c_str(), name.c_str(),
                  flags.Usage().c_str());
     return 2;
   }
   if (!parsed.positional.empty()) {
-    std::fprintf(stderr, "etcdbrctl %s: unexpected argument \"%s\"\n", command.c_str(),
+    std::fprintf(stderr, "etcdbrctl %s: unexpected argument \"%s\"\n", name.c_str(),
                  parsed.positional[0].c_str());
     return 2;
   }
   sidecar::FinishServerFlags(o);
-  auto level = log::ParseLevel(o->log_level);
-  if (!level.ok()) {
-    std::fprintf(stderr, "etcdbrctl: --log-level: unknown level \"%s\"\n", o->log_level.c_str());
-    return 2;
-  }
-  log::SetLevel(*level);
   if (Status st = sidecar::ValidateServerOptions(*o); !st.ok()) {
-    std::fprintf(stderr, "etcdbrctl %s: invalid flags:\n%s\n", command.c_str(),
-                 st.message().c_str());
+    std::fprintf(stderr, "etcdbrctl %s: invalid flags:\n%s\n", name.c_str(), st.message().c_str());
     return 1;
   }
-  if (validation_mode != nullptr && *validation_mode != "full" && *validation_mode != "sanity") {
-    std::fprintf(stderr, "etcdbrctl %s: --validation-mode must be full or sanity, not \"%s\"\n",
-                 command.c_str(), validation_mode->c_str());
-    return 1;
-  }
+  log::SetLevel(sidecar::LogLevelOf(o->log_level).value());
+  sidecar::WarnFlagsWithoutEffect(command, flags);
   return std::nullopt;
 }
 
@@ -106,7 +92,7 @@ int Fail(const std::string& what, const Status& st) {
 
 int Server(const std::vector<std::string>& args) {
   sidecar::ServerOptions o;
-  if (auto code = ParseFlags("server", args, &o)) return *code;
+  if (auto code = ParseFlags(sidecar::Command::kServer, "server", args, &o)) return *code;
   log::Info("etcdbrctl starting",
             {log::F("version", etcdw::kVersion), log::F("git-sha", etcdw::kGitSha)});
   etcdw::common::StopRequest stop;
@@ -119,7 +105,7 @@ int Server(const std::vector<std::string>& args) {
 
 int Snapshot(const std::vector<std::string>& args) {
   sidecar::ServerOptions o;
-  if (auto code = ParseFlags("snapshot", args, &o)) return *code;
+  if (auto code = ParseFlags(sidecar::Command::kSnapshot, "snapshot", args, &o)) return *code;
   if (o.store.provider.empty()) {
     std::fprintf(stderr, "etcdbrctl snapshot: --storage-provider is required\n");
     return 1;
@@ -146,7 +132,7 @@ int Snapshot(const std::vector<std::string>& args) {
 
 int Restore(const std::vector<std::string>& args) {
   sidecar::ServerOptions o;
-  if (auto code = ParseFlags("restore", args, &o)) return *code;
+  if (auto code = ParseFlags(sidecar::Command::kRestore, "restore", args, &o)) return *code;
   if (o.store.provider.empty()) {
     std::fprintf(stderr, "etcdbrctl restore: --storage-provider is required\n");
     return 1;
@@ -181,8 +167,7 @@ int Restore(const std::vector<std::string>& args) {
 
 int Initialize(const std::vector<std::string>& args) {
   sidecar::ServerOptions o;
-  std::string mode;
-  if (auto code = ParseFlags("initialize", args, &o, &mode)) return *code;
+  if (auto code = ParseFlags(sidecar::Command::kInitialize, "initialize", args, &o)) return *code;
   std::unique_ptr<sidecar::SnapStore> store;
   if (!o.store.provider.empty()) {
     auto s = sidecar::OpenSnapStore(o.store);
@@ -198,7 +183,7 @@ int Initialize(const std::vector<std::string>& args) {
   ctx.restore_target = sidecar::RestoreTargetOf(o.restoration);
   ctx.peer_urls = ctx.restore_target.initial_advertise_peer_urls;
   ctx.cancel = &never;
-  Status st = sidecar::Initialize(ctx, sidecar::ParseValidationMode(mode));
+  Status st = sidecar::Initialize(ctx, sidecar::ParseValidationMode(o.validation_mode));
   if (!st.ok()) return Fail("initialisation failed", st);
   log::Info("initialisation finished", {log::F("data-dir", o.restoration.data_dir)});
   return 0;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string_view>
 
@@ -197,6 +198,38 @@ void FlagSet::Duration(const std::string& name, std::chrono::milliseconds* targe
                       }};
 }
 
+void FlagSet::StringList(const std::string& name, std::vector<std::string>* target,
+                         const std::vector<std::string>& def, ListSyntax syntax,
+                         const std::string& usage) {
+  *target = def;
+  std::string def_text;
+  for (const auto& d : def) def_text += (def_text.empty() ? "" : ",") + d;
+  // `given` is shared by the setter's copies: whether this Parse has replaced the default yet.
+  auto given = std::make_shared<bool>(false);
+  flags_[name] = Flag{"strings", usage, def.empty() ? "" : "[" + def_text + "]", false,
+                      [target, syntax, given](const std::string& v, std::string*) {
+                        if (!*given) target->clear();
+                        *given = true;
+                        if (syntax == ListSyntax::kWhole) {
+                          target->push_back(v);
+                          return true;
+                        }
+                        std::stringstream items(v);
+                        std::string item;
+                        while (std::getline(items, item, ',')) {
+                          if (!item.empty()) target->push_back(item);
+                        }
+                        return true;
+                      }};
+}
+
+void FlagSet::Shorthand(const std::string& letter, const std::string& name) {
+  Flag f = flags_.at(name);  // shares the setter, and with it a list's state
+  f.usage = "shorthand for --" + name;
+  f.shorthand_of = name;
+  flags_[letter] = std::move(f);
+}
+
 FlagSet::ParseResult FlagSet::Parse(const std::vector<std::string>& args) {
   ParseResult r;
   size_t i = 0;
@@ -255,7 +288,7 @@ FlagSet::ParseResult FlagSet::Parse(const std::vector<std::string>& args) {
         return r;
       }
     }
-    set_.insert(name);
+    set_.insert(f.shorthand_of.empty() ? name : f.shorthand_of);
   }
   r.positional.assign(args.begin() + static_cast<long>(i), args.end());
   return r;

@@ -3,6 +3,9 @@
 #include <absl/base/thread_annotations.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +35,27 @@ Result<std::string> ReadFile(const std::string& flag, const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// TLS that accepts any server certificate, as Go's tls.Config{InsecureSkipVerify: true} does
+// for gardener's client: neither the chain nor the host name is checked. The client
+// certificate, if any, is still presented.
+std::shared_ptr<grpc::ChannelCredentials> UnverifiedTlsCredentials(
+    const grpc::SslCredentialsOptions& ssl) {
+  namespace tls = grpc::experimental;
+  tls::TlsChannelCredentialsOptions options;
+  std::vector<tls::IdentityKeyCertPair> identity;
+  if (!ssl.pem_cert_chain.empty()) identity.push_back({ssl.pem_private_key, ssl.pem_cert_chain});
+  if (!ssl.pem_root_certs.empty() || !identity.empty()) {
+    options.set_certificate_provider(
+        std::make_shared<tls::StaticDataCertificateProvider>(ssl.pem_root_certs, identity));
+    if (!ssl.pem_root_certs.empty()) options.watch_root_certs();
+    if (!identity.empty()) options.watch_identity_key_cert_pairs();
+  }
+  options.set_verify_server_certs(false);
+  options.set_check_call_host(false);
+  options.set_certificate_verifier(std::make_shared<tls::NoOpCertificateVerifier>());
+  return tls::TlsCredentials(options);
 }
 
 }  // namespace
@@ -80,7 +104,7 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdConnectionOpti
       ETCDW_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile("--cert", o.cert_file));
       ETCDW_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile("--key", o.key_file));
     }
-    creds = grpc::SslCredentials(ssl);
+    creds = o.insecure_skip_verify ? UnverifiedTlsCredentials(ssl) : grpc::SslCredentials(ssl);
   } else {
     creds = grpc::InsecureChannelCredentials();
   }

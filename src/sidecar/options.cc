@@ -1,45 +1,24 @@
+// Registration of etcdbrctl's flags, one function per gardener flag group (pkg/types/*.go,
+// pkg/server/init.go, pkg/compressor), combined per command as gardener's cmd/ does. Checks of
+// the values and the warnings for flags without effect: options_checks.cc.
 #include "etcdw/sidecar/options.h"
 
-#include <sstream>
-
-#include "etcdw/common/url.h"
-#include "etcdw/sidecar/cron.h"
+#include <string>
 
 namespace etcdw::sidecar {
 namespace {
 
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
+using common::FlagSet;
+using std::chrono::milliseconds;
+using ListSyntax = FlagSet::ListSyntax;
 
-// pflag shorthands: the one-letter flag writes the same variable.
-void StringWithShort(common::FlagSet& f, const std::string& name, const std::string& shorthand,
-                     std::string* target, const std::string& def, const std::string& usage) {
-  f.String(name, target, def, usage);
-  f.String(shorthand, target, def, "shorthand for --" + name);
-}
-
-}  // namespace
-
-Compression ServerOptions::EffectiveCompression() const {
-  if (!compress_snapshots) return Compression::kNone;
-  auto c = ParseCompressionPolicy(compression_policy);
-  return c.ok() ? *c : Compression::kGzip;
-}
-
-void RegisterServerFlags(common::FlagSet& f, ServerOptions* o) {
-  using std::chrono::milliseconds;
-  // etcd connection
-  StringWithShort(f, "endpoints", "e", &o->endpoints_flag, "http://127.0.0.1:2379",
-                  "comma separated list of etcd endpoints");
-  f.String("service-endpoints", &o->service_endpoints_flag, "",
-           "comma separated list of endpoints reaching the ready members (a Kubernetes service)");
+void AddEtcdConnectionFlags(FlagSet& f, ServerOptions* o) {
+  f.StringList("endpoints", &o->etcd.endpoints, {"http://127.0.0.1:2379"},
+               ListSyntax::kCommaSeparated, "comma separated list of etcd endpoints");
+  f.Shorthand("e", "endpoints");
+  f.StringList("service-endpoints", &o->etcd.service_endpoints, {}, ListSyntax::kCommaSeparated,
+               "comma separated list of endpoints reaching the ready members (a Kubernetes "
+               "service)");
   f.String("etcd-username", &o->etcd.username, "", "etcd server username, if one is required");
   f.String("etcd-password", &o->etcd.password, "", "etcd server password, if one is required");
   f.Duration("etcd-connection-timeout", &o->etcd.connection_timeout, milliseconds(30000),
@@ -50,6 +29,8 @@ void RegisterServerFlags(common::FlagSet& f, ServerOptions* o) {
              "timeout duration for etcd defrag call");
   f.Bool("insecure-transport", &o->etcd.insecure_transport, true,
          "disable transport security for client connections");
+  // gardener's default is --insecure-transport's default (true): TLS connections skip the
+  // verification unless this is set to false.
   f.Bool("insecure-skip-tls-verify", &o->etcd.insecure_skip_verify, true,
          "skip server certificate verification");
   f.String("cert", &o->etcd.cert_file, "",
@@ -57,16 +38,20 @@ void RegisterServerFlags(common::FlagSet& f, ServerOptions* o) {
   f.String("key", &o->etcd.key_file, "", "identify secure client using this TLS key file");
   f.String("cacert", &o->etcd.ca_file, "",
            "verify certificates of TLS-enabled secure servers using this CA bundle");
-  // HTTP server
+}
+
+void AddHttpServerFlags(FlagSet& f, ServerOptions* o) {
   f.Int("server-port", &o->http.port, 8080, "port on which server should listen");
-  f.Int("p", &o->http.port, 8080, "shorthand for --server-port");
+  f.Shorthand("p", "server-port");
   f.String("server-cert", &o->http.cert_file, "", "path to server certificate");
   f.String("server-key", &o->http.key_file, "", "path to server key");
   f.Bool("enable-profiling", &o->http.enable_profiling, false,
          "accepted for compatibility; no profiling endpoints are served");
-  // snapshotter
-  StringWithShort(f, "schedule", "s", &o->snapshotter.schedule, "0 */1 * * *",
-                  "schedule for snapshots");
+}
+
+void AddSnapshotterFlags(FlagSet& f, ServerOptions* o) {
+  f.String("schedule", &o->snapshotter.schedule, "0 */1 * * *", "schedule for snapshots");
+  f.Shorthand("s", "schedule");
   f.Duration("delta-snapshot-period", &o->snapshotter.delta_period, milliseconds(20000),
              "period after which delta snapshot will be persisted; below 1s disables them");
   f.Int("delta-snapshot-memory-limit", &o->snapshotter.delta_memory_limit, 10 << 20,
@@ -77,44 +62,76 @@ void RegisterServerFlags(common::FlagSet& f, ServerOptions* o) {
            "policy for garbage collecting old backups (Exponential or LimitBased)");
   f.Int("max-backups", &o->snapshotter.max_backups, 7,
         "maximum number of previous backups to keep (LimitBased)");
-  f.Int("m", &o->snapshotter.max_backups, 7, "shorthand for --max-backups");
+  f.Shorthand("m", "max-backups");
   f.Duration("delta-snapshot-retention-period", &o->snapshotter.delta_retention, milliseconds(0),
              "how long delta snapshots of superseded full snapshots are kept");
-  // snapshot store
-  f.String("storage-provider", &o->store.provider, "",
+}
+
+// The store flags under `prefix` ("" or "secondary-", as gardener's addFlags).
+void AddStoreFlags(FlagSet& f, const std::string& prefix, SnapStoreOptions* store,
+                   int64_t* max_parallel_chunk_uploads, int64_t* min_chunk_size) {
+  f.String(prefix + "storage-provider", &store->provider, "",
            "snapshot storage provider: Local or S3 (empty: no backups)");
-  f.String("store-container", &o->store.container, "",
+  f.String(prefix + "store-container", &store->container, "",
            "container (bucket) for snapshots; default from STORAGE_CONTAINER");
-  f.String("store-prefix", &o->store.prefix, "", "prefix or directory inside the container");
-  f.String("store-endpoint-override", &o->store.endpoint_override, "",
+  f.String(prefix + "store-prefix", &store->prefix, "", "prefix or directory inside the container");
+  f.String(prefix + "store-endpoint-override", &store->endpoint_override, "",
            "override the storage provider's endpoint");
-  f.Int("max-parallel-chunk-uploads", &o->max_parallel_chunk_uploads, 5,
+  f.Int(prefix + "max-parallel-chunk-uploads", max_parallel_chunk_uploads, 5,
         "maximum number of parallel chunk uploads allowed");
-  f.Int("min-chunk-size", &o->min_chunk_size, int64_t{5} << 20,
+  f.Int(prefix + "min-chunk-size", min_chunk_size, int64_t{5} << 20,
         "minimum size for multipart chunk upload (at least 5 MiB)");
-  f.String("snapstore-temp-directory", &o->store.temp_dir, "/tmp",
+  f.String(prefix + "snapstore-temp-directory", &store->temp_dir, "/tmp",
            "temporary directory for processing snapshots");
-  // compression
+}
+
+void AddSecondaryStoreFlags(FlagSet& f, ServerOptions* o) {
+  SecondaryStoreFlags& s = o->secondary;
+  AddStoreFlags(f, "secondary-", &s.store, &s.max_parallel_chunk_uploads, &s.min_chunk_size);
+  f.Bool("secondary-backup-sync-enabled", &s.sync_enabled, false,
+         "enable secondary backup-sync feature");
+  f.Duration("secondary-backup-sync-period", &s.sync_period, milliseconds(60 * 60000),
+             "period for periodic backup sync operations");
+}
+
+void AddCompressionFlags(FlagSet& f, ServerOptions* o) {
   f.Bool("compress-snapshots", &o->compress_snapshots, true, "compress the snapshots or not");
   f.String("compression-policy", &o->compression_policy, "gzip",
            "policy for compressing snapshots: gzip, zlib or lzw");
-  // restoration
-  f.String("initial-cluster", &o->restoration.initial_cluster, "default=http://localhost:2380",
+}
+
+void AddRestorationFlags(FlagSet& f, ServerOptions* o) {
+  RestorationFlags& r = o->restoration;
+  f.String("initial-cluster", &r.initial_cluster, "default=http://localhost:2380",
            "initial cluster configuration for restoration");
-  f.String("initial-cluster-token", &o->restoration.initial_cluster_token, "etcd-cluster",
+  f.String("initial-cluster-token", &r.initial_cluster_token, "etcd-cluster",
            "initial cluster token for the etcd cluster during restoration");
-  StringWithShort(f, "data-dir", "d", &o->restoration.data_dir, "default.etcd",
-                  "path to the data directory");
-  f.String("restoration-temp-snapshots-dir", &o->restoration.temp_dir, "default.restoration.tmp",
+  f.String("data-dir", &r.data_dir, "default.etcd", "path to the data directory");
+  f.Shorthand("d", "data-dir");
+  f.String("restoration-temp-snapshots-dir", &r.temp_dir, "default.restoration.tmp",
            "path to a temporary directory to store snapshots during restoration");
-  f.String("initial-advertise-peer-urls", &o->restoration.initial_advertise_peer_urls,
-           "http://localhost:2380", "list of this member's peer URLs to advertise");
-  f.String("name", &o->restoration.name, "default", "human-readable name for this member");
-  f.Bool("skip-hash-check", &o->restoration.skip_hash_check, false,
-         "ignore the snapshot integrity hash value");
-  f.Int("max-fetchers", &o->restoration.max_fetchers, 6,
+  f.StringList("initial-advertise-peer-urls", &r.initial_advertise_peer_urls,
+               {"http://localhost:2380"}, ListSyntax::kWhole,
+               "list of this member's peer URLs to advertise (repeatable)");
+  f.String("name", &r.name, "default", "human-readable name for this member");
+  f.Bool("skip-hash-check", &r.skip_hash_check, false, "ignore the snapshot integrity hash value");
+  f.Int("max-fetchers", &r.max_fetchers, 6,
         "maximum number of threads that will fetch delta snapshots in parallel");
-  // Kubernetes leases
+  f.Int("max-call-send-message-size", &r.max_call_send_message_size, 10 << 20,
+        "maximum size of message that the client sends");
+  f.Int("max-request-bytes", &r.max_request_bytes, 10 << 20,
+        "maximum client request size in bytes the embedded etcd accepts");
+  f.Int("max-txn-ops", &r.max_txn_ops, 10 * 1024,
+        "maximum number of operations permitted in a transaction of the embedded etcd");
+  f.Int("embedded-etcd-quota-bytes", &r.embedded_etcd_quota_bytes, int64_t{8} << 30,
+        "maximum backend quota for the embedded etcd used for applying delta snapshots");
+  f.String("auto-compaction-mode", &r.auto_compaction_mode, "periodic",
+           "mode for auto-compaction of the embedded etcd: periodic or revision");
+  f.String("auto-compaction-retention", &r.auto_compaction_retention, "30m",
+           "auto-compaction retention length of the embedded etcd");
+}
+
+void AddLeaseFlags(FlagSet& f, ServerOptions* o) {
   f.Bool("enable-member-lease-renewal", &o->leases.member_lease_renewal, false,
          "renew this member's lease (named after the member) every --k8s-heartbeat-duration");
   f.Duration("k8s-heartbeat-duration", &o->leases.heartbeat, milliseconds(30000),
@@ -125,115 +142,107 @@ void RegisterServerFlags(common::FlagSet& f, ServerOptions* o) {
            "name of the lease holding the latest full snapshot's revision");
   f.String("delta-snapshot-lease-name", &o->leases.delta_lease_name, "delta-snapshot-revisions",
            "name of the lease holding the latest delta snapshot's revision");
-  // leader election, defragmentation, wrapper
+}
+
+void AddLeaderElectionFlags(FlagSet& f, ServerOptions* o) {
   f.Duration("reelection-period", &o->reelection_period, milliseconds(5000),
              "period after which the backup leader election is re-run");
   f.Duration("etcd-connection-timeout-leader-election", &o->leader_election_timeout,
              milliseconds(5000), "etcd client connection timeout during leader election");
-  f.String("defragmentation-schedule", &o->defragmentation_schedule, "0 0 */3 * *",
-           "schedule to defragment etcd data directory");
-  f.Bool("use-etcd-wrapper", &o->use_etcd_wrapper, false,
-         "restart etcd through etcd-wrapper's /stop when its peer URLs change");
-  f.String("log-level", &o->log_level, "info", "log level: debug, info, warn or error");
 }
 
-}  // namespace etcdw::sidecar
+void AddBackoffFlags(FlagSet& f, ServerOptions* o) {
+  f.Int("backoff-multiplier", &o->backoff.multiplier, 2,
+        "multiplicative factor for backoff mechanism");
+  f.Int("backoff-attempt-limit", &o->backoff.attempt_limit, 6, "threshold no. of attempt limit");
+  f.Duration("backoff-threshold-time", &o->backoff.threshold, milliseconds(128000),
+             "upper bound backoff time");
+}
 
-namespace etcdw::sidecar {
+void AddDefragmentationScheduleFlag(FlagSet& f, ServerOptions* o) {
+  f.String("defragmentation-schedule", &o->defragmentation_schedule, "0 0 */3 * *",
+           "schedule to defragment etcd data directory");
+}
+
+}  // namespace
+
+Compression ServerOptions::EffectiveCompression() const {
+  if (!compress_snapshots) return Compression::kNone;
+  auto c = ParseCompressionPolicy(compression_policy);
+  return c.ok() ? *c : Compression::kGzip;
+}
+
+void RegisterFlags(Command command, FlagSet& f, ServerOptions* o) {
+  // Ours on every command (gardener's only on server): numbers as logrus levels, or names.
+  f.String("log-level", &o->log_level, "4",
+           "verbosity of logs: 0-2 error, 3 warn, 4 info, 5 debug (or debug, info, warn, error)");
+  switch (command) {
+    case Command::kServer:
+      f.String("config-file", &o->config_file, "", "path to the configuration file");
+      AddEtcdConnectionFlags(f, o);
+      AddHttpServerFlags(f, o);
+      AddSnapshotterFlags(f, o);
+      AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
+      AddRestorationFlags(f, o);
+      AddCompressionFlags(f, o);
+      AddLeaseFlags(f, o);
+      AddLeaderElectionFlags(f, o);
+      AddBackoffFlags(f, o);
+      AddSecondaryStoreFlags(f, o);
+      AddDefragmentationScheduleFlag(f, o);
+      f.Bool("use-etcd-wrapper", &o->use_etcd_wrapper, false,
+             "restart etcd through etcd-wrapper's /stop when its peer URLs change");
+      break;
+    case Command::kSnapshot:
+      AddEtcdConnectionFlags(f, o);
+      AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
+      AddSnapshotterFlags(f, o);
+      AddCompressionFlags(f, o);
+      AddBackoffFlags(f, o);
+      AddDefragmentationScheduleFlag(f, o);
+      break;
+    case Command::kRestore:
+      AddRestorationFlags(f, o);
+      AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
+      break;
+    case Command::kInitialize:
+      f.String("validation-mode", &o->validation_mode, "full",
+               "mode to do data initialization: full or sanity");
+      AddRestorationFlags(f, o);
+      AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
+      AddEtcdConnectionFlags(f, o);
+      break;
+  }
+}
 
 void FinishServerFlags(ServerOptions* o) {
-  o->etcd.endpoints = SplitList(o->endpoints_flag);
-  o->etcd.service_endpoints = SplitList(o->service_endpoints_flag);
   if (o->snapshotter.delta_memory_limit < 1) o->snapshotter.delta_memory_limit = 10 << 20;
   o->store.max_parallel_chunk_uploads = static_cast<int>(o->max_parallel_chunk_uploads);
   o->store.min_chunk_size = o->min_chunk_size;
+  SecondaryStoreFlags& s = o->secondary;
+  s.store.max_parallel_chunk_uploads = static_cast<int>(s.max_parallel_chunk_uploads);
+  s.store.min_chunk_size = s.min_chunk_size;
 }
 
-Status ValidateServerOptions(const ServerOptions& o) {
-  std::vector<std::string> problems;
-  if (o.etcd.endpoints.empty()) problems.push_back("--endpoints: no endpoint given");
-  for (const auto& e : o.etcd.endpoints) {
-    if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
-      problems.push_back("--endpoints: \"" + e + "\" is not an http:// or https:// URL");
+Result<log::Level> LogLevelOf(const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    // A uint32 as pflag's Uint32Var reads it; logrus: 0 panic, 1 fatal, 2 error, 3 warn,
+    // 4 info, 5 debug, 6 trace (and any higher number logs everything).
+    if (text.size() > 10 || std::stoull(text) > 0xFFFFFFFFull) {
+      return InvalidArgument("--log-level: \"" + text + "\" is out of range");
     }
+    const unsigned long long n = std::stoull(text);
+    if (n <= 2) return log::Level::kError;
+    if (n == 3) return log::Level::kWarn;
+    if (n == 4) return log::Level::kInfo;
+    return log::Level::kDebug;
   }
-  if (o.etcd.connection_timeout.count() <= 0) {
-    problems.push_back("--etcd-connection-timeout must be greater than 0");
+  auto level = log::ParseLevel(text);
+  if (!level.ok()) {
+    return InvalidArgument("--log-level: unknown level \"" + text +
+                           "\" (want 0-6, or debug, info, warn or error)");
   }
-  if (o.etcd.snapshot_timeout < o.etcd.connection_timeout) {
-    problems.push_back("--etcd-snapshot-timeout must not be less than --etcd-connection-timeout");
-  }
-  if (o.etcd.defrag_timeout.count() <= 0) {
-    problems.push_back("--etcd-defrag-timeout must be greater than 0");
-  }
-  if (o.http.port < 1 || o.http.port > 65535) {
-    problems.push_back("--server-port " + std::to_string(o.http.port) + " is out of range 1-65535");
-  }
-  if (o.http.cert_file.empty() != o.http.key_file.empty()) {
-    problems.push_back("--server-cert and --server-key must be given together");
-  }
-  if (auto c = CronSchedule::Parse(o.snapshotter.schedule); !c.ok()) {
-    problems.push_back("--schedule \"" + o.snapshotter.schedule + "\": " + c.status().message());
-  }
-  if (auto c = CronSchedule::Parse(o.defragmentation_schedule); !c.ok()) {
-    problems.push_back("--defragmentation-schedule \"" + o.defragmentation_schedule +
-                       "\": " + c.status().message());
-  }
-  auto policy = ParseGcPolicy(o.snapshotter.gc_policy);
-  if (!policy.ok()) {
-    problems.push_back("--garbage-collection-policy: " + policy.status().message());
-  } else if (*policy == GcPolicy::kLimitBased && o.snapshotter.max_backups <= 0) {
-    problems.push_back("--max-backups must be greater than 0 with the LimitBased policy");
-  }
-  if (auto c = ParseCompressionPolicy(o.compression_policy); !c.ok()) {
-    problems.push_back("--compression-policy: " + c.status().message());
-  }
-  if (o.max_parallel_chunk_uploads <= 0) {
-    problems.push_back("--max-parallel-chunk-uploads must be greater than 0");
-  }
-  if (o.min_chunk_size < (int64_t{5} << 20)) {
-    problems.push_back("--min-chunk-size must be at least 5242880 (5 MiB)");
-  }
-  if (o.restoration.max_fetchers <= 0) problems.push_back("--max-fetchers must be greater than 0");
-  if (auto urls = common::ParseUrlList(o.restoration.initial_advertise_peer_urls); !urls.ok()) {
-    problems.push_back("--initial-advertise-peer-urls: " + urls.status().message());
-  }
-  if (o.restoration.initial_cluster.find('=') == std::string::npos) {
-    problems.push_back("--initial-cluster \"" + o.restoration.initial_cluster +
-                       "\" is not a list of name=URL");
-  }
-  if (o.reelection_period <= std::chrono::milliseconds(1000)) {
-    problems.push_back("--reelection-period must be greater than 1s");
-  }
-  if (o.leases.heartbeat.count() <= 0) {
-    problems.push_back("--k8s-heartbeat-duration must be greater than 0");
-  }
-  if (o.leases.snapshot_lease_renewal &&
-      (o.leases.full_lease_name.empty() || o.leases.delta_lease_name.empty())) {
-    problems.push_back(
-        "--full-snapshot-lease-name and --delta-snapshot-lease-name must not be empty with "
-        "--enable-snapshot-lease-renewal");
-  }
-  if (o.leader_election_timeout <= std::chrono::milliseconds(1000)) {
-    problems.push_back("--etcd-connection-timeout-leader-election must be greater than 1s");
-  }
-  if (!o.store.provider.empty() && o.store.provider != "Local" && o.store.provider != "S3") {
-    problems.push_back("--storage-provider: unsupported storage provider \"" + o.store.provider +
-                       "\" (supported: Local, S3)");
-  }
-  if (problems.empty()) return Status::Ok();
-  std::string msg;
-  for (const auto& p : problems) msg += (msg.empty() ? "" : "\n") + p;
-  return InvalidArgument(msg);
-}
-
-data_dir::RestoreTarget RestoreTargetOf(const RestorationFlags& r) {
-  data_dir::RestoreTarget t;
-  t.name = r.name;
-  t.initial_cluster = r.initial_cluster;
-  t.initial_cluster_token = r.initial_cluster_token;
-  t.initial_advertise_peer_urls = SplitList(r.initial_advertise_peer_urls);
-  return t;
+  return *level;
 }
 
 }  // namespace etcdw::sidecar

@@ -327,3 +327,38 @@ TEST(FlagsTest, UsageIndentsMultiLineText) {
 
 }  // namespace
 }  // namespace etcdw::common
+
+namespace etcdw::common {
+namespace {
+
+TEST(FlagsTest, StringListsAsPflagsSliceAndArray) {
+  FlagSet fs("prog");
+  std::vector<std::string> slice, array;
+  fs.StringList("endpoints", &slice, {"http://d:1"}, FlagSet::ListSyntax::kCommaSeparated, "eps");
+  fs.Shorthand("e", "endpoints");
+  fs.StringList("peer", &array, {"x"}, FlagSet::ListSyntax::kWhole, "peers");
+  EXPECT_EQ(slice, Args{"http://d:1"});
+  EXPECT_EQ(array, Args{"x"});
+  auto r = fs.Parse({"--endpoints=a,,b", "-e", "c", "--peer=p,q", "-peer", "r"});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;
+  EXPECT_EQ(slice, (Args{"a", "b", "c"}));  // the default replaced, then appended to
+  EXPECT_EQ(array, (Args{"p,q", "r"}));
+  EXPECT_TRUE(fs.IsSet("endpoints"));
+  EXPECT_FALSE(fs.IsSet("e"));  // the shorthand reports the flag it sets
+  EXPECT_NE(fs.Usage().find("  -e strings\n    \tshorthand for --endpoints (default [http://d:1])"),
+            std::string::npos)
+      << fs.Usage();
+}
+
+TEST(FlagsTest, ShorthandSetsTheSameTarget) {
+  FlagSet fs("prog");
+  int64_t port = 0;
+  fs.Int("server-port", &port, 8080, "port");
+  fs.Shorthand("p", "server-port");
+  ASSERT_EQ(fs.Parse({"-p", "9090"}).outcome, Outcome::kOk);
+  EXPECT_EQ(port, 9090);
+  EXPECT_TRUE(fs.IsSet("server-port"));
+}
+
+}  // namespace
+}  // namespace etcdw::common

@@ -27,6 +27,15 @@ class FlagSet {
   // Go duration syntax ("30s", "2m0s"); a bare integer other than 0 is rejected.
   void Duration(const std::string& name, std::chrono::milliseconds* target,
                 std::chrono::milliseconds def, const std::string& usage);
+  // A list flag as pflag's (cobra's) StringSlice and StringArray are: the first occurrence
+  // replaces the default, each later one appends. kCommaSeparated splits every value at commas
+  // and drops empty items (StringSlice); kWhole keeps each value as one item (StringArray).
+  enum class ListSyntax { kCommaSeparated, kWhole };
+  void StringList(const std::string& name, std::vector<std::string>* target,
+                  const std::vector<std::string>& def, ListSyntax syntax, const std::string& usage);
+  // pflag's one-letter shorthand: `-e x` sets the flag `name` (registered before), and
+  // IsSet(name) reports it.
+  void Shorthand(const std::string& letter, const std::string& name);
 
   enum class Outcome { kOk, kHelp, kError };
   struct ParseResult {
@@ -38,15 +47,17 @@ class FlagSet {
 
   // "  -name type\n    \tusage (default ...)" lines, sorted by name, as Go prints them.
   std::string Usage() const;
+  // Whether the command line gave the flag (by its name or its shorthand).
   bool IsSet(const std::string& name) const { return set_.count(name) > 0; }
 
  private:
   struct Flag {
-    std::string type;  // "string", "int", "bool", "duration"
+    std::string type;  // "string", "int", "bool", "duration", "strings"
     std::string usage;
     std::string def_text;
     bool is_bool = false;
     std::function<bool(const std::string&, std::string* err)> set;
+    std::string shorthand_of;  // for a shorthand, the flag it sets
   };
   std::string program_;
   std::map<std::string, Flag> flags_;

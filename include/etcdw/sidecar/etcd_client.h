@@ -27,8 +27,10 @@ struct EtcdConnectionOptions {
   std::chrono::milliseconds snapshot_timeout{15 * 60000};       // --etcd-snapshot-timeout
   std::chrono::milliseconds defrag_timeout{8 * 60000};          // --etcd-defrag-timeout
   bool insecure_transport = true;                               // --insecure-transport
-  bool insecure_skip_verify = true;                             // --insecure-skip-tls-verify
-  std::string cert_file, key_file, ca_file;                     // --cert --key --cacert
+  // --insecure-skip-tls-verify: with TLS, accept any server certificate (no chain, no host
+  // name check). gardener's default is true, the default of --insecure-transport.
+  bool insecure_skip_verify = true;
+  std::string cert_file, key_file, ca_file;  // --cert --key --cacert
   // TLS as gardener decides it: any of cert/key/CA set, or insecure_transport off.
   bool UseTls() const;
 };

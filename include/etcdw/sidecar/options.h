@@ -1,6 +1,6 @@
-// The flags of `etcdbrctl server` (and of the `snapshot`, `restore` and `initialize` commands):
-// gardener's etcd-backup-restore names and defaults, parsed with Go flag syntax (--flag value,
-// --flag=value; the one-letter aliases -e -s -m -p -d as pflag's shorthands).
+// The flags of `etcdbrctl server`, `snapshot`, `restore` and `initialize`: gardener's
+// etcd-backup-restore names, defaults and per-command groups, parsed with Go flag syntax
+// (--flag value, --flag=value; the one-letter shorthands -e -s -m -p -d; list flags as pflag's).
 #pragma once
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "etcdw/common/flags.h"
+#include "etcdw/common/logging.h"
 #include "etcdw/common/status.h"
 #include "etcdw/data_dir/data_dir.h"
 #include "etcdw/sidecar/compression.h"
@@ -40,17 +41,43 @@ struct RestorationFlags {
   std::string initial_cluster_token = "etcd-cluster";             // --initial-cluster-token
   std::string data_dir = "default.etcd";                          // --data-dir / -d
   std::string temp_dir = "default.restoration.tmp";  // --restoration-temp-snapshots-dir
-  std::string initial_advertise_peer_urls = "http://localhost:2380";
+  // --initial-advertise-peer-urls, repeatable (each value may also be a comma-separated list)
+  std::vector<std::string> initial_advertise_peer_urls{"http://localhost:2380"};
   std::string name = "default";  // --name
   bool skip_hash_check = false;  // --skip-hash-check
   int64_t max_fetchers = 6;      // --max-fetchers
+  // Settings of the embedded etcd gardener's restore replays deltas into. Our restore is
+  // offline (no etcd runs), so they are validated as gardener's and have no effect.
+  int64_t max_call_send_message_size = 10 << 20;         // --max-call-send-message-size
+  int64_t max_request_bytes = 10 << 20;                  // --max-request-bytes
+  int64_t max_txn_ops = 10 * 1024;                       // --max-txn-ops
+  int64_t embedded_etcd_quota_bytes = int64_t{8} << 30;  // --embedded-etcd-quota-bytes
+  std::string auto_compaction_mode = "periodic";         // --auto-compaction-mode
+  std::string auto_compaction_retention = "30m";         // --auto-compaction-retention
+};
+
+// gardener's secondary store (`server` only): the store flags prefixed `secondary-`, and a
+// periodic copy of the primary's backups to it. Not implemented: see WarnFlagsWithoutEffect.
+struct SecondaryStoreFlags {
+  SnapStoreOptions store;
+  int64_t max_parallel_chunk_uploads = 5;             // --secondary-max-parallel-chunk-uploads
+  int64_t min_chunk_size = int64_t{5} << 20;          // --secondary-min-chunk-size
+  bool sync_enabled = false;                          // --secondary-backup-sync-enabled
+  std::chrono::milliseconds sync_period{60 * 60000};  // --secondary-backup-sync-period
+};
+
+// gardener's exponential back-off settings.
+struct BackoffFlags {
+  int64_t multiplier = 2;                       // --backoff-multiplier
+  int64_t attempt_limit = 6;                    // --backoff-attempt-limit
+  std::chrono::milliseconds threshold{128000};  // --backoff-threshold-time
 };
 
 // Kubernetes leases (gardener's health flags).
 struct LeaseFlags {
-  bool member_lease_renewal = false;                  // --enable-member-lease-renewal
-  std::chrono::milliseconds heartbeat{30000};         // --k8s-heartbeat-duration
-  bool snapshot_lease_renewal = false;                // --enable-snapshot-lease-renewal
+  bool member_lease_renewal = false;                          // --enable-member-lease-renewal
+  std::chrono::milliseconds heartbeat{30000};                 // --k8s-heartbeat-duration
+  bool snapshot_lease_renewal = false;                        // --enable-snapshot-lease-renewal
   std::string full_lease_name = "full-snapshot-revisions";    // --full-snapshot-lease-name
   std::string delta_lease_name = "delta-snapshot-revisions";  // --delta-snapshot-lease-name
 };
@@ -69,23 +96,39 @@ struct ServerOptions {
       5000};  // --etcd-connection-timeout-leader-election
   std::string defragmentation_schedule = "0 0 */3 * *";  // --defragmentation-schedule
   bool use_etcd_wrapper = false;                         // --use-etcd-wrapper
-  std::string log_level = "info";                        // --log-level
-  // The list flags as given (comma-separated), split by FinishServerFlags.
-  std::string endpoints_flag = "http://127.0.0.1:2379";  // --endpoints / -e
-  std::string service_endpoints_flag;                    // --service-endpoints
-  int64_t max_parallel_chunk_uploads = 5;                // --max-parallel-chunk-uploads
-  int64_t min_chunk_size = int64_t{5} << 20;             // --min-chunk-size
+  // --log-level: gardener's logrus number (0 panic ... 4 info, 5 debug, 6 trace) or a name
+  // (debug, info, warn, error); see LogLevelOf.
+  std::string log_level = "4";
+  std::string config_file;               // --config-file (server)
+  std::string validation_mode = "full";  // --validation-mode (initialize)
+  SecondaryStoreFlags secondary;
+  BackoffFlags backoff;
+  int64_t max_parallel_chunk_uploads = 5;     // --max-parallel-chunk-uploads
+  int64_t min_chunk_size = int64_t{5} << 20;  // --min-chunk-size
 
   // Compression from the two compression flags.
   Compression EffectiveCompression() const;
 };
 
-// Registers every flag of `server` on `flags`, writing into `o`. Flags of gardener's that this
-// implementation accepts but does not act on are listed in docs/configuration.md.
-void RegisterServerFlags(common::FlagSet& flags, ServerOptions* o);
-// After FlagSet::Parse: splits the list flags and applies gardener's resets (a memory limit
-// below 1 becomes the default).
+// The commands of etcdbrctl whose flags are gardener's.
+enum class Command { kServer, kSnapshot, kRestore, kInitialize };
+
+// Registers the flags of `command` on `flags`, writing into `o`: gardener's flag groups for that
+// command (server: all; snapshot: etcd connection, store, snapshotter, compression, back-off,
+// --defragmentation-schedule; restore: restoration and store; initialize: --validation-mode,
+// restoration, store, etcd connection), and --log-level on every command.
+void RegisterFlags(Command command, common::FlagSet& flags, ServerOptions* o);
+// After FlagSet::Parse: copies the store's chunk settings and applies gardener's resets (a
+// memory limit below 1 becomes the default).
 void FinishServerFlags(ServerOptions* o);
+
+// Logs one warning naming each flag given on the command line that `command` accepts for
+// compatibility but does not act on (docs/compatibility.md lists them); returns their names.
+std::vector<std::string> WarnFlagsWithoutEffect(Command command, const common::FlagSet& flags);
+
+// --log-level as gardener reads it (logrus levels 0-2 error, 3 warn, 4 info, 5 and above
+// debug) or one of our names (debug, info, warn, error).
+Result<log::Level> LogLevelOf(const std::string& text);
 
 // Checks values and combinations; every problem is named, one per line.
 Status ValidateServerOptions(const ServerOptions& o);
