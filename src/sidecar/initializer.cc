@@ -64,14 +64,20 @@ Status RemoveSelf(const InitializerContext& ctx) {
   return Status::Ok();
 }
 
-// Scale-up: the cluster answers and does not know this member's name.
-bool IsNewMemberOfRunningCluster(const InitializerContext& ctx) {
+// What the running cluster says about this member (gardener §3.2 step 1).
+enum class Membership {
+  kUnknown,   // no member answered
+  kNew,       // the cluster answers and does not know this member's name: a scale-up
+  kKnown,     // the cluster lists this member by name
+};
+
+Membership ProbeMembership(const InitializerContext& ctx) {
   auto cluster = EtcdClient::ConnectToCluster(ctx.options->etcd);
-  if (!cluster.ok()) return false;
+  if (!cluster.ok() || cluster->members.members_size() == 0) return Membership::kUnknown;
   for (const auto& m : cluster->members.members()) {
-    if (m.name() == ctx.member_name) return false;
+    if (m.name() == ctx.member_name) return Membership::kKnown;
   }
-  return cluster->members.members_size() > 0;
+  return Membership::kNew;
 }
 
 }  // namespace
@@ -80,10 +86,18 @@ Status Initialize(const InitializerContext& ctx, ValidationMode mode) {
   const ServerOptions& o = *ctx.options;
   const std::string& data_dir = o.restoration.data_dir;
 
-  if (ctx.cluster_size > 1 && IsNewMemberOfRunningCluster(ctx)) {
-    log::Info("this member is not in the running cluster: joining as a learner",
-              {log::F("name", ctx.member_name)});
-    return AddAsLearner(ctx);
+  // A member of a multi-member cluster: known to the running cluster (or, when no member
+  // answers, to its member lease: a heartbeat was written), or new to it.
+  bool known_member = false;
+  if (ctx.cluster_size > 1) {
+    Membership m = ProbeMembership(ctx);
+    if (m == Membership::kNew) {
+      log::Info("this member is not in the running cluster: joining as a learner",
+                {log::F("name", ctx.member_name)});
+      return AddAsLearner(ctx);
+    }
+    known_member = m == Membership::kKnown ||
+                   (m == Membership::kUnknown && ctx.heartbeat_present && ctx.heartbeat_present());
   }
 
   Validation v = ValidateDataDir(data_dir, mode, ctx.store, ctx.cluster_size);
@@ -98,8 +112,10 @@ Status Initialize(const InitializerContext& ctx, ValidationMode mode) {
     case DataDirStatus::kUnknown:
       return Internal("the state of the data directory is unknown: " + v.detail);
     default:
+      // seed 000: a known member of a cluster whose directory is missing or damaged is never
+      // started as a new cluster, backups or not: it rejoins from its peers.
       if (v.status == DataDirStatus::kInvalidInMultiNode ||
-          (ctx.cluster_size > 1 && v.status == DataDirStatus::kCorrupt)) {
+          (ctx.cluster_size > 1 && (v.status == DataDirStatus::kCorrupt || known_member))) {
         log::Info("invalid data directory in a multi-member cluster: resynchronising from peers",
                   {log::F("status", DataDirStatusName(v.status))});
         ETCDW_RETURN_IF_ERROR(RemoveSelf(ctx));

@@ -192,6 +192,13 @@ void RegisterFlags(Command command, FlagSet& f, ServerOptions* o) {
       AddDefragmentationScheduleFlag(f, o);
       f.Bool("use-etcd-wrapper", &o->use_etcd_wrapper, false,
              "restart etcd through etcd-wrapper's /stop when its peer URLs change");
+      // Ours: gardener's sidecar always calls port 9095.
+      f.Int("etcd-wrapper-port", &o->etcd_wrapper_port, 9095,
+            "port of etcd-wrapper's /stop on the host of the first --endpoints URL");
+      // Older etcd-druid releases pass it (gardener's sidecar once looked for the etcd process
+      // by this name); accepted and warned about.
+      f.String("etcd-process-name", &o->etcd_process_name, "etcd",
+               "name of the etcd process (accepted for compatibility)");
       break;
     case Command::kSnapshot:
       AddEtcdConnectionFlags(f, o);

@@ -32,8 +32,6 @@ std::vector<std::string> PeerUrlsOf(const RestorationFlags& r) {
 }
 
 // Flags of gardener's that this implementation accepts, validates and ignores, by group.
-// (The Kubernetes lease flags and --use-etcd-wrapper are not listed: they are being
-// implemented.)
 const std::vector<std::string> kEtcdConnectionWithoutEffect = {"etcd-username", "etcd-password"};
 const std::vector<std::string> kHttpServerWithoutEffect = {"enable-profiling"};
 // The restore replays deltas offline, without gardener's embedded etcd and its client.
@@ -58,7 +56,7 @@ const std::vector<std::string> kSecondaryStoreWithoutEffect = {
     "secondary-backup-sync-period"};
 
 std::vector<const std::vector<std::string>*> GroupsWithoutEffect(Command command) {
-  static const std::vector<std::string> kConfigFile = {"config-file"};
+  static const std::vector<std::string> kConfigFile = {"config-file", "etcd-process-name"};
   // The snapshot command runs no defragmentation (gardener's triggers a full snapshot after it).
   static const std::vector<std::string> kSnapshotDefrag = {"defragmentation-schedule"};
   switch (command) {
@@ -184,6 +182,10 @@ Status ValidateServerOptions(const ServerOptions& o) {
   CheckBackoff(o.backoff, &problems);
   if (o.reelection_period <= std::chrono::milliseconds(1000)) {
     problems.push_back("--reelection-period must be greater than 1s");
+  }
+  if (o.etcd_wrapper_port < 1 || o.etcd_wrapper_port > 65535) {
+    problems.push_back("--etcd-wrapper-port " + std::to_string(o.etcd_wrapper_port) +
+                       " is out of range 1-65535");
   }
   if (o.leases.heartbeat.count() <= 0) {
     problems.push_back("--k8s-heartbeat-duration must be greater than 0");

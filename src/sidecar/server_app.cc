@@ -17,7 +17,11 @@
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/http_api.h"
+#include "etcdw/kube/client.h"
 #include "etcdw/sidecar/initializer.h"
+#include "etcdw/sidecar/member_lease.h"
+#include "etcdw/sidecar/peer_urls.h"
+#include "etcdw/sidecar/snapshot_leases.h"
 #include "etcdw/sidecar/snapshotter.h"
 
 namespace etcdw::sidecar {
@@ -35,6 +39,27 @@ bool SleepUnlessStopped(const std::atomic<bool>& stop, milliseconds d) {
         std::min<std::chrono::steady_clock::duration>(until - now, milliseconds(50)));
   }
   return false;
+}
+
+// Until the local member answers Status (checked every 4 s, 2 s each, as gardener's); false
+// when stopping first.
+bool WaitForEtcd(EtcdClient& client, const std::atomic<bool>& stop) {
+  bool logged = false;
+  for (;;) {
+    if (stop.load()) return false;
+    auto st = client.EndpointStatus(milliseconds(2000));
+    if (st.ok()) return true;
+    if (!logged) {
+      log::Info("waiting for etcd to answer", {log::F("endpoint", client.endpoint())});
+      logged = true;
+    }
+    if (!SleepUnlessStopped(stop, milliseconds(4000))) return false;
+  }
+}
+
+std::string PodNamespace() {
+  const char* ns = std::getenv("POD_NAMESPACE");
+  return ns != nullptr ? ns : "";
 }
 
 // Writes the rendered config to $HOME/etcd.conf.yaml (0600), as gardener's sidecar does.
@@ -58,14 +83,18 @@ void KeepRenderedConfig(const std::string& yaml) {
 // thread runs Loop().
 class Leadership {
  public:
+  // `leases`, when given, is told of every snapshot and writes the snapshot leases while this
+  // sidecar leads.
   Leadership(SnapStore* store, EtcdClient* client, SnapshotterOptions opts, HttpApi* api,
-             EtcdConnectionOptions etcd, CronSchedule defrag_schedule)
+             EtcdConnectionOptions etcd, CronSchedule defrag_schedule,
+             SnapshotLeaseUpdater* leases)
       : store_(store),
         client_(client),
-        opts_(std::move(opts)),
+        opts_(WithLeaseReports(std::move(opts), leases)),
         api_(api),
         etcd_(std::move(etcd)),
-        defrag_schedule_(std::move(defrag_schedule)) {}
+        defrag_schedule_(std::move(defrag_schedule)),
+        leases_(leases) {}
   ~Leadership() { Stop(); }
 
   void Start() {
@@ -74,6 +103,10 @@ class Leadership {
       defrag_->Start();
     }
     if (store_ == nullptr || thread_.joinable()) return;
+    if (leases_ != nullptr) {
+      leases_->Start();
+      leases_->Sync();
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       stopping_ = false;
@@ -91,9 +124,17 @@ class Leadership {
     }
     thread_.join();
     api_->SetSnapshotter(nullptr);
+    if (leases_ != nullptr) leases_->Stop();
   }
 
  private:
+  static SnapshotterOptions WithLeaseReports(SnapshotterOptions o, SnapshotLeaseUpdater* leases) {
+    if (leases == nullptr) return o;
+    o.on_full_snapshot = [leases](const SnapshotInfo& full) { leases->FullSnapshotTaken(full); };
+    o.on_delta_period = [leases] { leases->DeltaPeriodPassed(); };
+    return o;
+  }
+
   void Loop() {
     milliseconds backoff(2000);
     while (true) {
@@ -137,6 +178,7 @@ class Leadership {
   HttpApi* const api_;
   const EtcdConnectionOptions etcd_;
   const CronSchedule defrag_schedule_;
+  SnapshotLeaseUpdater* const leases_;  // may be null
   // The owner's (Start/Stop) only.
   std::unique_ptr<DefragScheduler> defrag_;
   std::thread thread_;  // runs Loop()
@@ -182,6 +224,25 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
   }
   ETCDW_ASSIGN_OR_RETURN(SnapshotterOptions snap_opts, SnapshotterOptionsOf(o));
 
+  // Kubernetes leases: the client, when a lease flag asks for it.
+  std::unique_ptr<kube::KubeClient> kube_client;
+  std::unique_ptr<SnapshotLeaseUpdater> snapshot_leases;
+  const std::string lease_namespace = PodNamespace();
+  if (o.leases.member_lease_renewal || o.leases.snapshot_lease_renewal) {
+    if (lease_namespace.empty()) {
+      return InvalidArgument(
+          "POD_NAMESPACE is not set: the Kubernetes leases (--enable-member-lease-renewal, "
+          "--enable-snapshot-lease-renewal) live in the pod's namespace");
+    }
+    ETCDW_ASSIGN_OR_RETURN(kube::KubeConfig kc,
+                           kube::DefaultConfig().WithContext("Kubernetes API configuration"));
+    kube::KubeClientOptions ko;
+    ko.timeout = milliseconds(60000);
+    ETCDW_ASSIGN_OR_RETURN(kube_client, kube::KubeClient::Create(kc, ko));
+    log::Info("Kubernetes API client", {log::F("server", kc.server), log::F("from", kc.source),
+                                        log::F("namespace", lease_namespace)});
+  }
+
   // The cluster a restored member belongs to: the template's, as the wrapper will start it.
   InitializerContext init;
   init.options = &o;
@@ -199,6 +260,16 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     init.restore_target.initial_cluster_token = cfg.InitialClusterToken();
   }
   init.cancel = &stop;
+  if (kube_client != nullptr && o.leases.member_lease_renewal) {
+    init.heartbeat_present = [&kube_client, &lease_namespace, &member] {
+      auto lease = kube_client->GetLease(lease_namespace, member);
+      if (!lease.ok()) {
+        log::Warn("cannot read this member's lease", {log::F("error", lease.status())});
+        return false;
+      }
+      return lease->holder_identity.has_value() && !lease->holder_identity->empty();
+    };
+  }
 
   HttpApi::Deps deps;
   deps.store = store.get();
@@ -250,7 +321,55 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
   ETCDW_ASSIGN_OR_RETURN(auto client, EtcdClient::Connect(o.etcd, o.etcd.endpoints.front()));
   ETCDW_ASSIGN_OR_RETURN(CronSchedule defrag_schedule,
                          CronSchedule::Parse(o.defragmentation_schedule));
-  Leadership leadership(store.get(), client.get(), snap_opts, &api, o.etcd, defrag_schedule);
+  if (o.leases.snapshot_lease_renewal && store != nullptr) {
+    SnapshotLeaseOptions so;
+    so.lease_namespace = lease_namespace;
+    so.full_lease_name = o.leases.full_lease_name;
+    so.delta_lease_name = o.leases.delta_lease_name;
+    snapshot_leases = std::make_unique<SnapshotLeaseUpdater>(*kube_client, *store, so);
+  }
+  Leadership leadership(store.get(), client.get(), snap_opts, &api, o.etcd, defrag_schedule,
+                        snapshot_leases.get());
+
+  // gardener §3.5: once etcd answers, the peer URL check, then the member heartbeat.
+  if (!WaitForEtcd(*client, stop)) {
+    http->Stop();
+    return Status::Ok();
+  }
+  std::atomic<bool> serving_registered_urls{true};
+  PeerUrlUpdateOptions pu;
+  pu.etcd = o.etcd;
+  pu.configured = peer_urls;
+  pu.wrapper_port = static_cast<int>(o.etcd_wrapper_port);
+  pu.cancel = &stop;
+  auto peer_update = UpdatePeerUrls(pu);
+  if (!peer_update.ok()) {
+    log::Error("checking this member's peer URLs failed", {log::F("error", peer_update.status())});
+  } else if (*peer_update == PeerUrlOutcome::kUpdated) {
+    if (o.use_etcd_wrapper) {
+      // gardener exits when the restart cannot be asked for: the pod restarts and tries again.
+      ETCDW_RETURN_IF_ERROR(RestartEtcdThroughWrapper(pu));
+    } else {
+      log::Warn(
+          "etcd must be restarted to listen on the new peer URLs: restart the pod, or run the "
+          "sidecar with --use-etcd-wrapper");
+      serving_registered_urls.store(false);
+    }
+  }
+  std::unique_ptr<MemberLeaseRenewer> heartbeat;
+  if (o.leases.member_lease_renewal) {
+    MemberLeaseOptions mo;
+    mo.lease_namespace = lease_namespace;
+    mo.lease_name = member;
+    mo.period = o.leases.heartbeat;
+    mo.etcd = o.etcd;
+    mo.serving_registered_urls = [&serving_registered_urls] {
+      return serving_registered_urls.load();
+    };
+    heartbeat = std::make_unique<MemberLeaseRenewer>(*kube_client, mo);
+    heartbeat->Start();
+  }
+
   bool leading = false;
   bool first = true;
   while (SleepUnlessStopped(stop, first ? milliseconds(1000) : o.reelection_period)) {
@@ -297,6 +416,7 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     }
   }
   leadership.Stop();
+  if (heartbeat) heartbeat->Stop();
   http->Stop();
   return Status::Ok();
 }

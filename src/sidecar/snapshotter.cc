@@ -84,10 +84,14 @@ class Snapshotter::Impl {
   // progress for connection_timeout: DeadlineExceeded).
   Status DrainWatchUntil(int64_t revision, bool* stopped);
 
-  // A full snapshot (SaveFullSnapshot), its outcome recorded in prev_full_succeeded_.
+  // A full snapshot (SaveFullSnapshot), its outcome recorded in prev_full_succeeded_ and
+  // reported to on_full_snapshot.
   Result<SnapshotInfo> TakeFull(bool final);
   Result<SnapshotInfo> SaveFullSnapshot(bool final);
+  // A delta snapshot of the buffered events (SaveDelta; none without events), reported to
+  // on_delta_period either way.
   Result<std::optional<SnapshotInfo>> TakeDelta();
+  Result<std::optional<SnapshotInfo>> SaveDelta();
   Status HandleWatchItem(const WatchItem& item);
   Status ServeRequest(Request& req);
 
@@ -409,6 +413,13 @@ Result<int64_t> Snapshotter::Impl::CurrentRevision() {
 Result<SnapshotInfo> Snapshotter::Impl::TakeFull(bool final) {
   Result<SnapshotInfo> r = SaveFullSnapshot(final);
   prev_full_succeeded_ = r.ok();  // a failed one makes the next start take a full snapshot
+  if (r.ok() && opts_.on_full_snapshot) opts_.on_full_snapshot(*r);
+  return r;
+}
+
+Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
+  auto r = SaveDelta();
+  if (r.ok() && opts_.on_delta_period) opts_.on_delta_period();
   return r;
 }
 
@@ -448,7 +459,7 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
   return prev_;
 }
 
-Result<std::optional<SnapshotInfo>> Snapshotter::Impl::TakeDelta() {
+Result<std::optional<SnapshotInfo>> Snapshotter::Impl::SaveDelta() {
   if (delta_.event_count() == 0) {
     log::Info("no events received since the last snapshot; skipping delta snapshot");
     return std::optional<SnapshotInfo>();

@@ -7,183 +7,13 @@
 
 #include <filesystem>
 
-#include "e2e_util.h"
-#include "etcdw/common/http.h"
-#include "s3rver.h"
+#include "pod.h"
 
 namespace etcdw::testing {
 namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-// The ports of one pod: its sidecar's API, the wrapper's /readyz, etcd's client and peer ports.
-struct PodPorts {
-  int sidecar = FreePort(), wrapper = FreePort(), client = FreePort(), peer = FreePort();
-  std::string ClientUrl() const { return "http://127.0.0.1:" + std::to_string(client); }
-  std::string PeerUrl() const { return "http://127.0.0.1:" + std::to_string(peer); }
-};
-
-class Pod {
- public:
-  // A one-member cluster. Backups go to a Local store under $HOME, or to the bucket
-  // "etcd-backups" of `s3`.
-  explicit Pod(const S3rver* s3 = nullptr) : Pod(0, {PodPorts()}, s3) {}
-  // Member `index` (etcd-main-<index>) of the cluster whose pods have `cluster`'s ports.
-  Pod(size_t index, const std::vector<PodPorts>& cluster, const S3rver* s3 = nullptr)
-      : s3_(s3),
-        name_("etcd-main-" + std::to_string(index)),
-        sidecar_port_(cluster[index].sidecar),
-        wrapper_port_(cluster[index].wrapper),
-        client_port_(cluster[index].client),
-        peer_port_(cluster[index].peer) {
-    fs::create_directories(dir_.File("home"));
-    fs::create_directories(dir_.File("data"));
-    // The template as etcd-druid writes it: URL keys are maps from member name to URLs.
-    std::string clients, peers, initial;
-    for (size_t i = 0; i < cluster.size(); ++i) {
-      const std::string n = "etcd-main-" + std::to_string(i);
-      clients += "  " + n + ":\n  - " + cluster[i].ClientUrl() + "\n";
-      peers += "  " + n + ":\n  - " + cluster[i].PeerUrl() + "\n";
-      initial += (i ? "," : "") + n + "=" + cluster[i].PeerUrl();
-      service_endpoints_ += (i ? "," : "") + cluster[i].ClientUrl();
-    }
-    WriteFile(dir_.File("etcd.conf.yaml"),
-              "name: etcd-main\ndata-dir: " + DataDir() + "\nlisten-client-urls: " +
-                  cluster[index].ClientUrl() + "\nadvertise-client-urls:\n" + clients +
-                  "listen-peer-urls: " + cluster[index].PeerUrl() +
-                  "\ninitial-advertise-peer-urls:\n" + peers + "initial-cluster: " + initial +
-                  "\ninitial-cluster-state: new\ninitial-cluster-token: etcd-cluster\n");
-    if (s3_) {
-      WriteFile(dir_.File("s3.json"), R"({"accessKeyID": "S3RVER", "secretAccessKey": "S3RVER",
-          "region": "us-east-1", "endpoint": ")" +
-                                          s3_->endpoint() + R"("})");
-    }
-  }
-  ~Pod() {
-    wrapper_.Kill();
-    sidecar_.Kill();
-  }
-
-  std::string DataDir() const { return dir_.File("data/new.etcd"); }
-  std::string Endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
-  std::string Backups() const { return dir_.File("home/backups/etcd-main/v2"); }
-
-  std::vector<std::string> Env() const {
-    return {
-        "HOME=" + dir_.File("home"), "ETCD_CONF=" + dir_.File("etcd.conf.yaml"),
-        "POD_NAME=" + name_,         "POD_NAMESPACE=shoot--test",
-        "STORAGE_CONTAINER",         "AWS_APPLICATION_CREDENTIALS_JSON=" + dir_.File("s3.json")};
-  }
-
-  bool StartSidecar() {
-    std::vector<std::string> argv = {
-        EtcdbrctlBinary(),
-        "server",
-        "--server-port=" + std::to_string(sidecar_port_),
-        "--endpoints=http://" + Endpoint(),
-        "--service-endpoints=" + service_endpoints_,
-        "--data-dir=" + DataDir(),
-        "--restoration-temp-snapshots-dir=" + dir_.File("data/restoration.tmp"),
-        "--snapstore-temp-directory=" + dir_.File("data/temp"),
-        s3_ ? "--storage-provider=S3" : "--storage-provider=Local",
-        s3_ ? "--store-container=etcd-backups" : "--store-container=backups",
-        "--store-prefix=etcd-main",
-        "--schedule=0 0 1 1 *",
-        "--delta-snapshot-period=1h",
-        "--garbage-collection-period=0s",
-        "--reelection-period=2s",
-        "--etcd-connection-timeout-leader-election=2s",
-        "--use-etcd-wrapper=true"};
-    return sidecar_.Start(argv, dir_.File("sidecar.log"), Env());
-  }
-
-  bool StartWrapper() {
-    std::vector<std::string> argv = {
-        EtcdWrapperBinary(),
-        "start-etcd",
-        "--backup-restore-host-port=127.0.0.1:" + std::to_string(sidecar_port_),
-        "--etcd-wrapper-port=" + std::to_string(wrapper_port_),
-        "--etcd-client-port=" + std::to_string(client_port_),
-        "--etcd-server-name=127.0.0.1",
-        "--exit-code-file=" + dir_.File("data/exit_code")};
-    return wrapper_.Start(argv, dir_.File("wrapper.log"), Env());
-  }
-
-  Process& wrapper() { return wrapper_; }
-
-  Result<common::HttpResponse> Get(int port, const std::string& target) {
-    common::HttpClientOptions o;
-    o.timeout = 60s;
-    auto c = common::HttpClient::Create(o);
-    if (!c.ok()) return c.status();
-    return (*c)->Get("127.0.0.1:" + std::to_string(port), target);
-  }
-  Result<common::HttpResponse> Sidecar(const std::string& target) {
-    return Get(sidecar_port_, target);
-  }
-
-  bool WaitReady(std::chrono::milliseconds timeout = 60s) {
-    return WaitUntil(
-        [&] {
-          auto r = Get(wrapper_port_, "/readyz");
-          return r.ok() && r->status == 200;
-        },
-        timeout);
-  }
-  // Until this sidecar leads the backups and its start-up full snapshot is in the store.
-  bool WaitBackupLeader(std::chrono::milliseconds timeout = 40s) {
-    return WaitUntil(
-        [&] {
-          auto h = Sidecar("/healthz");
-          if (!h.ok() || h->status != 200) return false;
-          auto r = Sidecar("/snapshot/latest");
-          return r.ok() && r->status == 200 &&
-                 r->body.find("\"fullSnapshot\":null") == std::string::npos;
-        },
-        timeout);
-  }
-
-  std::string SidecarLog() const { return ReadFile(dir_.File("sidecar.log")); }
-  std::string Logs() const {
-    return "--- sidecar ---\n" + Tail(ReadFile(dir_.File("sidecar.log"))) + "\n--- wrapper ---\n" +
-           Tail(ReadFile(dir_.File("wrapper.log")));
-  }
-
- private:
-  static std::string Tail(const std::string& s) {
-    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
-  }
-  const S3rver* s3_;
-  std::string name_;
-  std::string service_endpoints_;  // every member's client URL (a Kubernetes service's role)
-  TempDir dir_;
-  int sidecar_port_, wrapper_port_, client_port_, peer_port_;
-  Process sidecar_, wrapper_;
-};
-
-// Every key with its revisions, and the store's revision, as etcdctl reports them.
-struct Dump {
-  int64_t revision = 0;
-  std::vector<std::string> kvs;  // "key=value@create/mod/version"
-  bool operator==(const Dump&) const = default;
-};
-
-Dump DumpAll(const std::string& endpoint) {
-  Dump d;
-  CmdResult r = Etcdctl(endpoint, {"get", "", "--prefix", "-w", "json"});
-  EXPECT_EQ(r.rc, 0) << r.Describe();
-  nlohmann::json j = ParseJson(r.out);
-  if (j.is_null()) return d;
-  d.revision = j["header"]["revision"].get<int64_t>();
-  for (const auto& kv : j.value("kvs", nlohmann::json::array())) {
-    d.kvs.push_back(kv["key"].get<std::string>() + "=" + kv["value"].get<std::string>() + "@" +
-                    std::to_string(kv["create_revision"].get<int64_t>()) + "/" +
-                    std::to_string(kv["mod_revision"].get<int64_t>()) + "/" +
-                    std::to_string(kv["version"].get<int64_t>()));
-  }
-  return d;
-}
 
 // Starts the pod, writes, takes a full and a delta snapshot; returns the state backed up.
 Dump WriteAndBackUp(Pod& pod) {
@@ -298,19 +128,6 @@ TEST(PodTest, RestoresADamagedDataDirectoryAfterACrash) {
   EXPECT_TRUE(Contains(pod.SidecarLog(), "\"status\":\"DataDirectoryCorrupt\"")) << pod.Logs();
   EXPECT_TRUE(Contains(pod.SidecarLog(), "restoring the data directory from the backup"));
   EXPECT_EQ(DumpAll(pod.Endpoint()), before) << pod.Logs();
-}
-
-// The member list as "name:learner" entries, through `endpoint`.
-std::vector<std::string> MemberNames(const std::string& endpoint) {
-  std::vector<std::string> out;
-  CmdResult r = Etcdctl(endpoint, {"member", "list", "-w", "json"});
-  if (r.rc != 0) return out;
-  nlohmann::json j = ParseJson(r.out);
-  for (const auto& m : j.value("members", nlohmann::json::array())) {
-    out.push_back(m.value("name", "") + (m.value("isLearner", false) ? ":learner" : ":voter"));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // Three pods. A follower crashes and its store is damaged: its sidecar removes it from the

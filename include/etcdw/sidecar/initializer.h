@@ -6,11 +6,14 @@
 // Multi-member cluster: a member whose name the running cluster does not know is added as a
 // learner (scale-up) and starts empty; a member whose data directory is invalid is removed from
 // the cluster, wiped and re-added as a learner, and resynchronises from its peers (a restore
-// from the bucket would fork it from the cluster).
+// from the bucket would fork it from the cluster). So is a member the cluster still lists (or
+// whose member lease holds a heartbeat) whose directory is missing, with or without backups:
+// it is never started as a new cluster (seed 000).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "etcdw/common/status.h"
@@ -28,6 +31,9 @@ struct InitializerContext {
   std::vector<std::string> peer_urls;      // this member's, from the etcd config template
   data_dir::RestoreTarget restore_target;  // the cluster a restored data directory belongs to
   const std::atomic<bool>* cancel = nullptr;
+  // When no member of the cluster answers: whether this member's Kubernetes lease holds a
+  // heartbeat (it was a member before). Empty: not known.
+  std::function<bool()> heartbeat_present;
 };
 
 Status Initialize(const InitializerContext& ctx, ValidationMode mode);

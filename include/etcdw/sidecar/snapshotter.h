@@ -51,6 +51,13 @@ struct SnapshotterOptions {
   // Snapshotter): while it blocks, so does every snapshot, trigger and Stop(); it must not call
   // the Snapshotter.
   std::function<void(const std::string& path)> before_verify;
+  // Reports for the snapshot leases (snapshot_leases.h), called on the loop thread; they must
+  // not block. on_full_snapshot: after every full snapshot saved (start-up, scheduled,
+  // triggered; also a final one found unneeded, with the previous final snapshot).
+  // on_delta_period: after every delta attempt (the start-up delta, each period, each trigger,
+  // each memory-limit cut), whether or not events were saved.
+  std::function<void(const SnapshotInfo& full)> on_full_snapshot;
+  std::function<void()> on_delta_period;
 };
 
 // Threads:
