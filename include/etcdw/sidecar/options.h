@@ -48,9 +48,9 @@ struct RestorationFlags {
 
 // Kubernetes leases (gardener's health flags).
 struct LeaseFlags {
-  bool member_lease_renewal = false;                  // --enable-member-lease-renewal
-  std::chrono::milliseconds heartbeat{30000};         // --k8s-heartbeat-duration
-  bool snapshot_lease_renewal = false;                // --enable-snapshot-lease-renewal
+  bool member_lease_renewal = false;                          // --enable-member-lease-renewal
+  std::chrono::milliseconds heartbeat{30000};                 // --k8s-heartbeat-duration
+  bool snapshot_lease_renewal = false;                        // --enable-snapshot-lease-renewal
   std::string full_lease_name = "full-snapshot-revisions";    // --full-snapshot-lease-name
   std::string delta_lease_name = "delta-snapshot-revisions";  // --delta-snapshot-lease-name
 };
