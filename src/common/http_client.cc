@@ -201,6 +201,8 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& 
     t.system_roots = options.system_roots;
     t.cert_file = options.cert_file;
     t.key_file = options.key_file;
+    t.cert_pem = options.cert_pem;
+    t.key_pem = options.key_pem;
     t.verify_server = !options.insecure_skip_verify;
     t.tls13_only = options.min_tls13;
     ETCDW_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewTlsContext(t));

@@ -65,6 +65,47 @@ Status LoadCertificateAndKey(SSL_CTX* ctx, const Options& o) {
   return Status::Ok();
 }
 
+// The client certificate chain (leaf first) and key given as PEM text.
+Status LoadCertificateAndKeyPem(SSL_CTX* ctx, const Options& o) {
+  ERR_clear_error();
+  BIO* certs = BIO_new_mem_buf(o.cert_pem.data(), static_cast<int>(o.cert_pem.size()));
+  if (certs == nullptr) return Internal(o.cert_pem_name + ": " + TlsLibraryError());
+  Status st;
+  X509* leaf = PEM_read_bio_X509(certs, nullptr, nullptr, nullptr);
+  if (leaf == nullptr) {
+    st = InvalidArgument(o.cert_pem_name + ": no PEM certificate in it");
+  } else if (SSL_CTX_use_certificate(ctx, leaf) != 1) {
+    st = InvalidArgument(o.cert_pem_name + ": " + TlsLibraryError());
+  }
+  X509_free(leaf);
+  // The rest of the chain; the context owns each certificate it accepts.
+  while (st.ok()) {
+    X509* extra = PEM_read_bio_X509(certs, nullptr, nullptr, nullptr);
+    if (extra == nullptr) break;
+    if (SSL_CTX_add_extra_chain_cert(ctx, extra) != 1) {
+      X509_free(extra);
+      st = InvalidArgument(o.cert_pem_name + ": " + TlsLibraryError());
+    }
+  }
+  BIO_free(certs);
+  ERR_clear_error();  // the end of the PEM text is queued as an error
+  if (!st.ok()) return st;
+
+  BIO* key_bio = BIO_new_mem_buf(o.key_pem.data(), static_cast<int>(o.key_pem.size()));
+  if (key_bio == nullptr) return Internal(o.key_pem_name + ": " + TlsLibraryError());
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+  BIO_free(key_bio);
+  if (key == nullptr) {
+    ERR_clear_error();
+    return InvalidArgument(o.key_pem_name + ": no PEM private key in it");
+  }
+  const bool used = SSL_CTX_use_PrivateKey(ctx, key) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+  EVP_PKEY_free(key);
+  ERR_clear_error();
+  if (!used) return InvalidArgument(o.key_pem_name + " does not match " + o.cert_pem_name);
+  return Status::Ok();
+}
+
 // A bundle without any certificate is refused: OpenSSL would accept it, and every handshake
 // would then fail with a confusing verification error.
 Status LoadCaFile(SSL_CTX* ctx, const Options& o) {
@@ -211,6 +252,17 @@ Result<SslCtxPtr> NewTlsContext(const TlsContextOptions& o) {
                            " are needed to serve TLS");
   }
   if (!o.cert_file.empty()) ETCDW_RETURN_IF_ERROR(LoadCertificateAndKey(ctx.get(), o));
+  if (o.cert_pem.empty() != o.key_pem.empty()) {
+    return InvalidArgument(o.cert_pem_name + " and " + o.key_pem_name +
+                           " go together: set both or neither");
+  }
+  if (!o.cert_pem.empty()) {
+    if (server || !o.cert_file.empty()) {
+      return InvalidArgument(o.cert_pem_name + ": only for a client without " +
+                             Setting(o, "cert-file"));
+    }
+    ETCDW_RETURN_IF_ERROR(LoadCertificateAndKeyPem(ctx.get(), o));
+  }
   if (!o.ca_file.empty()) ETCDW_RETURN_IF_ERROR(LoadCaFile(ctx.get(), o));
 
   if (server) {

@@ -240,6 +240,37 @@ TEST_F(TlsContextTest, RootsGivenAsPemTextVerifyTheServer) {
   EXPECT_EQ(bad.status().message(), "the sidecar's CA: no PEM certificate in it");
 }
 
+TEST_F(TlsContextTest, AClientCertificateGivenAsPemTextIsPresented) {
+  const auto read = [](const std::string& path) {
+    std::stringstream text;
+    text << std::ifstream(path).rdbuf();
+    return text.str();
+  };
+  SslCtxPtr server = Build(Server(ClientCerts::kRequire));
+  ASSERT_TRUE(server);
+  auto o = Client();
+  o.cert_pem = read(certs_->Crt("client"));
+  o.key_pem = read(certs_->Key("client"));
+  Outcome good = Handshake(server.get(), Build(o).get());
+  EXPECT_TRUE(good.established);
+  EXPECT_TRUE(good.client_cert);
+  EXPECT_EQ(good.verify_result, X509_V_OK);
+
+  o.key_pem = read(certs_->Key("stranger"));
+  auto mismatch = NewTlsContext(o);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().message(),
+            "client key (PEM text) does not match client certificate (PEM text)");
+  o.cert_pem = "no certificate";
+  auto garbage = NewTlsContext(o);
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_EQ(garbage.status().message(), "client certificate (PEM text): no PEM certificate in it");
+  o.key_pem.clear();
+  auto half = NewTlsContext(o);
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("go together"), std::string::npos);
+}
+
 TEST_F(TlsContextTest, ErrorsNameTheSettingAndTheFile) {
   auto o = Server();
   o.setting_prefix = "x-security.";

@@ -99,6 +99,10 @@ struct HttpClientOptions {
   std::string server_name;
   std::string cert_file;
   std::string key_file;
+  // The client certificate and key as PEM text (e.g. a kubeconfig's -data fields), instead of
+  // cert_file and key_file.
+  std::string cert_pem;
+  std::string key_pem;
   std::chrono::milliseconds timeout{60000};  // per request: connect, handshake, exchange
 };
 

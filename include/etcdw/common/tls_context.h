@@ -40,6 +40,12 @@ struct TlsContextOptions {
   // both (a client certificate) or neither.
   std::string cert_file;
   std::string key_file;
+  // Client only: the certificate chain and key as PEM text instead of files (named `cert_pem_name`
+  // and `key_pem_name` in errors); a pair of files or a pair of texts, never a mix.
+  std::string cert_pem;
+  std::string key_pem;
+  std::string cert_pem_name = "client certificate (PEM text)";
+  std::string key_pem_name = "client key (PEM text)";
   // Verification roots (a PEM bundle): a server's for client certificates, a client's for the
   // server. Loaded whenever set, so that an unusable file is an error at once.
   std::string ca_file;

@@ -17,8 +17,12 @@
 //   leases.coordination.k8s.io "l": the object has been modified; please apply your changes to
 //   the latest version and try again (HTTP 409)
 // Codes: 400/422 kInvalidArgument, 401 kUnauthenticated, 403 kPermissionDenied, 404 kNotFound,
-// 409 kAborted (a conflict: read again and retry), 429 and 5xx kUnavailable, no answer
-// (connect, TLS, read) kUnavailable, past KubeClientOptions::timeout kDeadlineExceeded.
+// 409 kAborted (a conflict: read again and retry; but kAlreadyExists when the Status's reason is
+// AlreadyExists, a create of an object that exists), 429 and 5xx kUnavailable, other 4xx
+// kInvalidArgument, no answer (connect, TLS including a server certificate that does not verify,
+// read) kUnavailable, past KubeClientOptions::timeout kDeadlineExceeded. A configuration that
+// cannot be read is kFailedPrecondition (a missing variable or file) or kInvalidArgument (a
+// malformed file or setting).
 //
 // Thread-safety: a KubeClient may be used from several threads at once.
 #pragma once
@@ -43,7 +47,8 @@ struct KubeConfig {
   std::string ca_file;
   std::string ca_pem;
   bool insecure_skip_tls_verify = false;
-  // Bearer token: fixed, or read from a file (re-read periodically). Both empty: none sent.
+  // Bearer token: fixed, or read from a file (re-read periodically; a failed re-reading keeps
+  // the token read before). `token` wins when both are set. Both empty: none sent.
   std::string token;
   std::string token_file;
   // Client certificate and key: files or PEM text (kubeconfig's -data fields, decoded).
@@ -69,9 +74,9 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path);
 Result<KubeConfig> DefaultConfig();
 
 struct KubeClientOptions {
-  std::chrono::milliseconds timeout{60000};        // per request
-  std::chrono::milliseconds token_reread{60000};   // KubeConfig::token_file's refresh period
-  const common::Clock* clock = nullptr;            // for token_reread; null: the system clock
+  std::chrono::milliseconds timeout{60000};       // per request
+  std::chrono::milliseconds token_reread{60000};  // KubeConfig::token_file's refresh period
+  const common::Clock* clock = nullptr;           // for token_reread; null: the system clock
 };
 
 // A coordination.k8s.io/v1 Lease as the server returned it.
@@ -104,7 +109,9 @@ class KubeClient {
                                 const nlohmann::json& patch);
   // Read, change, write: reads the lease, calls `change` (which may return false to leave it
   // as it is: then no write, and the lease read is returned), PUTs it; on a conflict reads
-  // again and retries, up to `attempts` times.
+  // again and retries, up to `attempts` times (then kAborted). `change` may edit the named
+  // fields (holder_identity, renew_time, annotations) or `object`: named fields it changed are
+  // written into the object before the PUT. It may run once per attempt.
   Result<Lease> ModifyLease(const std::string& ns, const std::string& name,
                             const std::function<bool(Lease&)>& change, int attempts = 5);
 
