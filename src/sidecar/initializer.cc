@@ -66,9 +66,9 @@ Status RemoveSelf(const InitializerContext& ctx) {
 
 // What the running cluster says about this member (gardener §3.2 step 1).
 enum class Membership {
-  kUnknown,   // no member answered
-  kNew,       // the cluster answers and does not know this member's name: a scale-up
-  kKnown,     // the cluster lists this member by name
+  kUnknown,  // no member answered
+  kNew,      // the cluster answers and does not know this member's name: a scale-up
+  kKnown,    // the cluster lists this member by name
 };
 
 Membership ProbeMembership(const InitializerContext& ctx) {

@@ -78,19 +78,17 @@ Status MemberLeaseRenewer::RenewOnce() {
       MemberIdentity(id, status->header().cluster_id(), status->leader() == id);
 
   // Read first, as gardener's does: a missing lease is reported as such, not created.
-  ETCDW_RETURN_IF_ERROR(
-      client_.GetLease(options_.lease_namespace, options_.lease_name).status().WithContext(
-          "could not fetch member lease"));
+  ETCDW_RETURN_IF_ERROR(client_.GetLease(options_.lease_namespace, options_.lease_name)
+                            .status()
+                            .WithContext("could not fetch member lease"));
   nlohmann::json patch = {
       {"metadata", {{"annotations", {{kTlsEnabledAnnotation, tls ? "true" : "false"}}}}},
-      {"spec",
-       {{"holderIdentity", identity}, {"renewTime", kube::MicroTime(clock_.WallNow())}}}};
+      {"spec", {{"holderIdentity", identity}, {"renewTime", kube::MicroTime(clock_.WallNow())}}}};
   ETCDW_RETURN_IF_ERROR(
       client_.MergePatchLease(options_.lease_namespace, options_.lease_name, patch)
           .status()
           .WithContext("failed to renew member lease"));
-  log::Debug("renewed member lease",
-             {log::F("holder", identity), log::F("tls-enabled", tls)});
+  log::Debug("renewed member lease", {log::F("holder", identity), log::F("tls-enabled", tls)});
   return Status::Ok();
 }
 

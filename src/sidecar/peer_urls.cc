@@ -84,7 +84,7 @@ Status StopThroughWrapper(const PeerUrlUpdateOptions& o) {
   const bool tls = o.etcd.UseTls() || o.etcd.endpoints.front().rfind("https://", 0) == 0;
   ETCDW_ASSIGN_OR_RETURN(std::string url,
                          WrapperStopUrl(o.etcd.endpoints.front(), o.wrapper_port, tls));
-  ETCDW_ASSIGN_OR_RETURN(common::Url u, common::ParseUrl(url));
+  ETCDW_ASSIGN_OR_RETURN(common::Url u, common::ParseUrl(url.substr(0, url.size() - 5)));
   common::HttpClientOptions ho;
   ho.tls = tls;
   ho.ca_file = o.etcd.ca_file;
@@ -130,10 +130,9 @@ Result<std::string> WrapperStopUrl(const std::string& etcd_endpoint, int port, b
 
 Result<PeerUrlOutcome> UpdatePeerUrls(const PeerUrlUpdateOptions& o) {
   if (o.etcd.endpoints.empty()) return InvalidArgument("no etcd endpoint configured");
-  ETCDW_ASSIGN_OR_RETURN(
-      Registration reg,
-      Retry<Registration>(o, "reading this member's registered peer URLs", 4,
-                          [&] { return ReadRegistration(o); }));
+  ETCDW_ASSIGN_OR_RETURN(Registration reg,
+                         Retry<Registration>(o, "reading this member's registered peer URLs", 4,
+                                             [&] { return ReadRegistration(o); }));
   const std::vector<std::string> missing = UnregisteredUrls(o.configured, reg.peer_urls);
   if (missing.empty()) return PeerUrlOutcome::kUnchanged;
 
@@ -144,13 +143,13 @@ Result<PeerUrlOutcome> UpdatePeerUrls(const PeerUrlUpdateOptions& o) {
   log::Info("the configured peer URLs differ from the registered ones: updating the member",
             {log::Hex("member-id", reg.id), log::F("registered", registered),
              log::F("configured", configured)});
-  ETCDW_RETURN_IF_ERROR(Retry<bool>(o, "updating this member's peer URLs", 6, [&]() -> Result<bool> {
-                          ETCDW_ASSIGN_OR_RETURN(auto cluster,
-                                                 EtcdClient::ConnectToCluster(o.etcd));
-                          ETCDW_RETURN_IF_ERROR(cluster.client->MemberUpdate(
-                              reg.id, o.configured, milliseconds(30000)));
-                          return true;
-                        }).status());
+  ETCDW_RETURN_IF_ERROR(
+      Retry<bool>(o, "updating this member's peer URLs", 6, [&]() -> Result<bool> {
+        ETCDW_ASSIGN_OR_RETURN(auto cluster, EtcdClient::ConnectToCluster(o.etcd));
+        ETCDW_RETURN_IF_ERROR(
+            cluster.client->MemberUpdate(reg.id, o.configured, milliseconds(30000)));
+        return true;
+      }).status());
   log::Info("updated this member's peer URLs", {log::Hex("member-id", reg.id)});
   ETCDW_RETURN_IF_ERROR(WaitHealthy(o, "waiting for the member after the peer URL update"));
   return PeerUrlOutcome::kUpdated;

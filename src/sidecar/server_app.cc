@@ -13,11 +13,11 @@
 #include "etcdw/common/http.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/url.h"
+#include "etcdw/kube/client.h"
 #include "etcdw/sidecar/defragmenter.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/http_api.h"
-#include "etcdw/kube/client.h"
 #include "etcdw/sidecar/initializer.h"
 #include "etcdw/sidecar/member_lease.h"
 #include "etcdw/sidecar/peer_urls.h"
@@ -86,8 +86,7 @@ class Leadership {
   // `leases`, when given, is told of every snapshot and writes the snapshot leases while this
   // sidecar leads.
   Leadership(SnapStore* store, EtcdClient* client, SnapshotterOptions opts, HttpApi* api,
-             EtcdConnectionOptions etcd, CronSchedule defrag_schedule,
-             SnapshotLeaseUpdater* leases)
+             EtcdConnectionOptions etcd, CronSchedule defrag_schedule, SnapshotLeaseUpdater* leases)
       : store_(store),
         client_(client),
         opts_(WithLeaseReports(std::move(opts), leases)),
@@ -234,8 +233,9 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
           "POD_NAMESPACE is not set: the Kubernetes leases (--enable-member-lease-renewal, "
           "--enable-snapshot-lease-renewal) live in the pod's namespace");
     }
-    ETCDW_ASSIGN_OR_RETURN(kube::KubeConfig kc,
-                           kube::DefaultConfig().WithContext("Kubernetes API configuration"));
+    auto config = kube::DefaultConfig();
+    if (!config.ok()) return config.status().WithContext("Kubernetes API configuration");
+    const kube::KubeConfig& kc = *config;
     kube::KubeClientOptions ko;
     ko.timeout = milliseconds(60000);
     ETCDW_ASSIGN_OR_RETURN(kube_client, kube::KubeClient::Create(kc, ko));

@@ -44,8 +44,7 @@ Status PatchSpecWithLock(
 }  // namespace
 
 SnapshotLeaseUpdater::SnapshotLeaseUpdater(kube::KubeClient& client, SnapStore& store,
-                                           SnapshotLeaseOptions options,
-                                           const common::Clock& clock)
+                                           SnapshotLeaseOptions options, const common::Clock& clock)
     : client_(client), store_(store), options_(std::move(options)), clock_(clock) {}
 
 SnapshotLeaseUpdater::~SnapshotLeaseUpdater() { Stop(); }
@@ -154,18 +153,19 @@ void SnapshotLeaseUpdater::RunPending(std::unique_lock<std::mutex>& l) {
 
 Status SnapshotLeaseUpdater::UpdateFullLease(int64_t last_revision,
                                              std::chrono::system_clock::time_point created) {
-  Status st = PatchSpecWithLock(
-      client_, options_.lease_namespace, options_.full_lease_name,
-      [&](const kube::Lease& lease) -> Result<std::optional<nlohmann::json>> {
-        ETCDW_ASSIGN_OR_RETURN(std::optional<int64_t> held, HeldRevision(lease));
-        if (held && *held > last_revision) return std::optional<nlohmann::json>();
-        nlohmann::json spec = {{"renewTime", kube::MicroTime(created)}};
-        if (!held || *held < last_revision) spec["holderIdentity"] = std::to_string(last_revision);
-        return std::optional<nlohmann::json>(std::move(spec));
-      });
+  Status st =
+      PatchSpecWithLock(client_, options_.lease_namespace, options_.full_lease_name,
+                        [&](const kube::Lease& lease) -> Result<std::optional<nlohmann::json>> {
+                          ETCDW_ASSIGN_OR_RETURN(std::optional<int64_t> held, HeldRevision(lease));
+                          if (held && *held > last_revision) return std::optional<nlohmann::json>();
+                          nlohmann::json spec = {{"renewTime", kube::MicroTime(created)}};
+                          if (!held || *held < last_revision)
+                            spec["holderIdentity"] = std::to_string(last_revision);
+                          return std::optional<nlohmann::json>(std::move(spec));
+                        });
   if (st.ok()) {
-    log::Info("renewed full snapshot lease", {log::F("lease", options_.full_lease_name),
-                                              log::F("revision", last_revision)});
+    log::Info("renewed full snapshot lease",
+              {log::F("lease", options_.full_lease_name), log::F("revision", last_revision)});
   }
   return st.WithContext("full snapshot lease " + options_.full_lease_name);
 }
@@ -190,8 +190,8 @@ Status SnapshotLeaseUpdater::UpdateDeltaLease() {
         return std::optional<nlohmann::json>(std::move(spec));
       });
   if (st.ok()) {
-    log::Info("renewed delta snapshot lease", {log::F("lease", options_.delta_lease_name),
-                                               log::F("revision", latest.value_or(0))});
+    log::Info("renewed delta snapshot lease",
+              {log::F("lease", options_.delta_lease_name), log::F("revision", latest.value_or(0))});
   }
   return st.WithContext("delta snapshot lease " + options_.delta_lease_name);
 }

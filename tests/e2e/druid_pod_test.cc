@@ -99,8 +99,8 @@ class DruidPodTest : public ::testing::Test {
     if (!j.is_array() || j.empty()) return "";
     const auto& h = j[0]["Status"]["header"];
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%llx:%llx:",
-                  static_cast<unsigned long long>(h["member_id"].get<uint64_t>()),
+    std::snprintf(buf, sizeof buf,
+                  "%llx:%llx:", static_cast<unsigned long long>(h["member_id"].get<uint64_t>()),
                   static_cast<unsigned long long>(h["cluster_id"].get<uint64_t>()));
     return std::string(buf) + role;
   }
@@ -122,7 +122,8 @@ TEST_F(DruidPodTest, DruidsArgumentsRenewAllThreeLeases) {
   // The member heartbeat: this member leads; http peer URLs.
   const std::string leader = IdentityOf(pod.Endpoint(), "Leader");
   ASSERT_FALSE(leader.empty());
-  EXPECT_TRUE(WaitUntil([&] { return Holder("etcd-main-0") == leader; }, 30s)) << Lease("etcd-main-0");
+  EXPECT_TRUE(WaitUntil([&] { return Holder("etcd-main-0") == leader; }, 30s))
+      << Lease("etcd-main-0");
   EXPECT_EQ(TlsEnabled("etcd-main-0"), "false");
   EXPECT_EQ(Lease("etcd-main-0")["metadata"]["annotations"]["druid.gardener.cloud/owner"],
             "etcd-main");
@@ -141,14 +142,14 @@ TEST_F(DruidPodTest, DruidsArgumentsRenewAllThreeLeases) {
     ASSERT_EQ(Etcdctl(pod.Endpoint(), {"put", "k" + std::to_string(i), "v"}).rc, 0);
   }
   const int64_t written = DumpAll(pod.Endpoint()).revision;
-  EXPECT_TRUE(WaitUntil([&] { return Holder("etcd-main-delta-snap") == std::to_string(written); },
-                        30s))
+  EXPECT_TRUE(
+      WaitUntil([&] { return Holder("etcd-main-delta-snap") == std::to_string(written); }, 30s))
       << Lease("etcd-main-delta-snap") << pod.Logs();
   // A triggered full snapshot moves the full lease up.
   auto full = pod.Sidecar("/snapshot/full");
   ASSERT_TRUE(full.ok() && full->status == 200) << pod.Logs();
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Holder("etcd-main-full-snap") == std::to_string(written); }, 20s));
+  EXPECT_TRUE(
+      WaitUntil([&] { return Holder("etcd-main-full-snap") == std::to_string(written); }, 20s));
 
   // Conflicts on the leases' writes are read again and retried.
   api_->FailNext(3, 409, "PATCH");
@@ -168,8 +169,8 @@ TEST_F(DruidPodTest, DruidsArgumentsRenewAllThreeLeases) {
   SleepMs(3000);
   EXPECT_TRUE(pod.sidecar().Running());
   ASSERT_TRUE(api_->Start().ok());
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Holder("etcd-main-delta-snap") == std::to_string(while_away); }, 30s))
+  EXPECT_TRUE(
+      WaitUntil([&] { return Holder("etcd-main-delta-snap") == std::to_string(while_away); }, 30s))
       << pod.Logs();
   auto latest = pod.Sidecar("/snapshot/latest");
   ASSERT_TRUE(latest.ok());
@@ -219,9 +220,9 @@ class Writer {
         failing_since = {};
       } else {
         if (failing_since == std::chrono::steady_clock::time_point()) failing_since = now;
-        longest_gap_ = std::max(
-            longest_gap_,
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - failing_since));
+        longest_gap_ =
+            std::max(longest_gap_,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - failing_since));
       }
     }
   }
@@ -276,30 +277,33 @@ TEST_F(DruidPodTest, PeerTlsEnablementThenScaleUpFromOneToThree) {
   for (Pod* p : {&p1, &p2}) {
     EXPECT_TRUE(p->WaitReady()) << p->Logs();
     EXPECT_TRUE(Contains(p->SidecarLog(), "joining as a learner")) << p->Logs();
-    EXPECT_TRUE(Contains(p->SidecarLog(), "promoted this member to a voting member"))
-        << p->Logs();
+    EXPECT_TRUE(Contains(p->SidecarLog(), "promoted this member to a voting member")) << p->Logs();
   }
   writer.Stop();
   const std::vector<std::string> acked = writer.acknowledged();
   ASSERT_GT(acked.size(), 10u);
   // Every acknowledged write is on every member.
   for (Pod* p : {&p0, &p1, &p2}) {
-    Dump d;
+    std::vector<std::string> missing;
     EXPECT_TRUE(WaitUntil(
         [&] {
-          d = DumpAll(p->Endpoint());
+          CmdResult r = Etcdctl(p->Endpoint(), {"get", "w", "--prefix", "--keys-only"});
           std::set<std::string> keys;
-          for (const auto& kv : d.kvs) keys.insert(kv.substr(0, kv.find('=')));
-          return std::all_of(acked.begin(), acked.end(),
-                             [&](const std::string& k) { return keys.count(k) > 0; });
+          for (const auto& line : Lines(r.out)) keys.insert(line);
+          missing.clear();
+          for (const auto& k : acked) {
+            if (keys.count(k) == 0) missing.push_back(k);
+          }
+          return missing.empty();
         },
         30s))
-        << p->name() << " misses acknowledged writes";
+        << p->name() << " misses " << missing.size() << " of " << acked.size()
+        << " acknowledged writes, the first: " << (missing.empty() ? "" : missing.front())
+        << ", the last: " << (missing.empty() ? "" : missing.back());
   }
   // Every member's heartbeat, each with https peers.
   for (const char* name : {"etcd-main-0", "etcd-main-1", "etcd-main-2"}) {
-    EXPECT_TRUE(WaitUntil([&] { return TlsEnabled(name) == "true" && !Holder(name).empty(); },
-                          30s))
+    EXPECT_TRUE(WaitUntil([&] { return TlsEnabled(name) == "true" && !Holder(name).empty(); }, 30s))
         << name << ": " << Lease(name);
   }
 }
@@ -310,18 +314,17 @@ TEST_F(DruidPodTest, AKnownMemberWithALostVolumeAndNoBackupsRejoinsFromItsPeers)
   for (size_t i = 0; i < 3; ++i) pods.push_back(&AddPod(i, ports));
   const auto args = [&](Pod& p, size_t i) {
     // No --storage-provider: no backups at all.
-    return std::vector<std::string>{
-        "--server-port=" + std::to_string(ports[i].sidecar),
-        "--endpoints=http://" + p.Endpoint(),
-        "--service-endpoints=" + ports[0].ClientUrl() + "," + ports[1].ClientUrl() + "," +
-            ports[2].ClientUrl(),
-        "--data-dir=" + p.DataDir(),
-        "--reelection-period=2s",
-        "--etcd-connection-timeout-leader-election=2s",
-        "--enable-member-lease-renewal=true",
-        "--k8s-heartbeat-duration=1s",
-        "--use-etcd-wrapper=true",
-        "--etcd-wrapper-port=" + std::to_string(ports[i].wrapper)};
+    return std::vector<std::string>{"--server-port=" + std::to_string(ports[i].sidecar),
+                                    "--endpoints=http://" + p.Endpoint(),
+                                    "--service-endpoints=" + ports[0].ClientUrl() + "," +
+                                        ports[1].ClientUrl() + "," + ports[2].ClientUrl(),
+                                    "--data-dir=" + p.DataDir(),
+                                    "--reelection-period=2s",
+                                    "--etcd-connection-timeout-leader-election=2s",
+                                    "--enable-member-lease-renewal=true",
+                                    "--k8s-heartbeat-duration=1s",
+                                    "--use-etcd-wrapper=true",
+                                    "--etcd-wrapper-port=" + std::to_string(ports[i].wrapper)};
   };
   for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(pods[i]->StartSidecarWith(args(*pods[i], i)));
   for (Pod* p : pods) ASSERT_TRUE(p->StartWrapper());

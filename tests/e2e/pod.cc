@@ -51,8 +51,7 @@ void Pod::WriteConfig(size_t cluster_size, const PeerTlsFiles* tls) {
                      "\ninitial-cluster-state: new\ninitial-cluster-token: etcd-cluster\n";
   if (https) {
     yaml += "peer-transport-security:\n  cert-file: " + tls->cert + "\n  key-file: " + tls->key +
-            "\n  trusted-ca-file: " + tls->ca +
-            "\n  client-cert-auth: true\n  auto-tls: false\n";
+            "\n  trusted-ca-file: " + tls->ca + "\n  client-cert-auth: true\n  auto-tls: false\n";
   }
   WriteFile(dir_.File("etcd.conf.yaml"), yaml);
 }
@@ -78,23 +77,17 @@ std::string ServiceEndpoints(const std::vector<PodPorts>& cluster) {
 }  // namespace
 
 bool Pod::StartSidecar() {
-  return StartSidecarWith({
-      "--server-port=" + std::to_string(sidecar_port_),
-      "--endpoints=http://" + Endpoint(),
-      "--service-endpoints=" + ServiceEndpoints(cluster_),
-      "--data-dir=" + DataDir(),
-      "--restoration-temp-snapshots-dir=" + dir_.File("data/restoration.tmp"),
-      "--snapstore-temp-directory=" + dir_.File("data/temp"),
-      s3_ ? "--storage-provider=S3" : "--storage-provider=Local",
-      s3_ ? "--store-container=etcd-backups" : "--store-container=backups",
-      "--store-prefix=etcd-main",
-      "--schedule=0 0 1 1 *",
-      "--delta-snapshot-period=1h",
-      "--garbage-collection-period=0s",
-      "--reelection-period=2s",
-      "--etcd-connection-timeout-leader-election=2s",
-      "--use-etcd-wrapper=true",
-      "--etcd-wrapper-port=" + std::to_string(wrapper_port_)});
+  return StartSidecarWith(
+      {"--server-port=" + std::to_string(sidecar_port_), "--endpoints=http://" + Endpoint(),
+       "--service-endpoints=" + ServiceEndpoints(cluster_), "--data-dir=" + DataDir(),
+       "--restoration-temp-snapshots-dir=" + dir_.File("data/restoration.tmp"),
+       "--snapstore-temp-directory=" + dir_.File("data/temp"),
+       s3_ ? "--storage-provider=S3" : "--storage-provider=Local",
+       s3_ ? "--store-container=etcd-backups" : "--store-container=backups",
+       "--store-prefix=etcd-main", "--schedule=0 0 1 1 *", "--delta-snapshot-period=1h",
+       "--garbage-collection-period=0s", "--reelection-period=2s",
+       "--etcd-connection-timeout-leader-election=2s", "--use-etcd-wrapper=true",
+       "--etcd-wrapper-port=" + std::to_string(wrapper_port_)});
 }
 
 // etcd-druid's list (internal/component/statefulset/builder.go) with its value formats; only
@@ -102,42 +95,41 @@ bool Pod::StartSidecar() {
 // the directory, as druid's Local provider does.
 bool Pod::StartSidecarAsDruidDoes() {
   AddEnv("STORAGE_CONTAINER=" + dir_.File("home/backups"));
-  return StartSidecarWith({
-      "--server-port=" + std::to_string(sidecar_port_),
-      "--defragmentation-schedule=0 0 */3 * *",
-      "--etcd-defrag-timeout=8m0s",
-      "--auto-compaction-mode=periodic",
-      "--auto-compaction-retention=30m",
-      "--insecure-transport=true",
-      "--insecure-skip-tls-verify=true",
-      "--endpoints=http://" + Endpoint(),
-      "--service-endpoints=" + ServiceEndpoints(cluster_),
-      "--data-dir=" + DataDir(),
-      "--restoration-temp-snapshots-dir=" + dir_.File("data/restoration.temp"),
-      "--snapstore-temp-directory=" + dir_.File("data/temp"),
-      "--etcd-connection-timeout=5m",
-      "--use-etcd-wrapper=true",
-      "--enable-member-lease-renewal=true",
-      "--k8s-heartbeat-duration=1s",
-      "--embedded-etcd-quota-bytes=8589934592",
-      "--etcd-connection-timeout-leader-election=2s",
-      "--reelection-period=2s",
-      "--enable-snapshot-lease-renewal=true",
-      "--full-snapshot-lease-name=etcd-main-full-snap",
-      "--delta-snapshot-lease-name=etcd-main-delta-snap",
-      "--storage-provider=Local",
-      "--store-prefix=etcd-main",
-      "--schedule=0 0 1 1 *",
-      "--delta-snapshot-period=2s",
-      "--delta-snapshot-retention-period=0s",
-      "--delta-snapshot-memory-limit=104857600",
-      "--garbage-collection-policy=LimitBased",
-      "--max-backups=7",
-      "--garbage-collection-period=12h0m0s",
-      "--compress-snapshots=true",
-      "--compression-policy=gzip",
-      "--etcd-snapshot-timeout=15m0s",
-      "--etcd-wrapper-port=" + std::to_string(wrapper_port_)});
+  return StartSidecarWith({"--server-port=" + std::to_string(sidecar_port_),
+                           "--defragmentation-schedule=0 0 */3 * *",
+                           "--etcd-defrag-timeout=8m0s",
+                           "--auto-compaction-mode=periodic",
+                           "--auto-compaction-retention=30m",
+                           "--insecure-transport=true",
+                           "--insecure-skip-tls-verify=true",
+                           "--endpoints=http://" + Endpoint(),
+                           "--service-endpoints=" + ServiceEndpoints(cluster_),
+                           "--data-dir=" + DataDir(),
+                           "--restoration-temp-snapshots-dir=" + dir_.File("data/restoration.temp"),
+                           "--snapstore-temp-directory=" + dir_.File("data/temp"),
+                           "--etcd-connection-timeout=5m",
+                           "--use-etcd-wrapper=true",
+                           "--enable-member-lease-renewal=true",
+                           "--k8s-heartbeat-duration=1s",
+                           "--embedded-etcd-quota-bytes=8589934592",
+                           "--etcd-connection-timeout-leader-election=2s",
+                           "--reelection-period=2s",
+                           "--enable-snapshot-lease-renewal=true",
+                           "--full-snapshot-lease-name=etcd-main-full-snap",
+                           "--delta-snapshot-lease-name=etcd-main-delta-snap",
+                           "--storage-provider=Local",
+                           "--store-prefix=etcd-main",
+                           "--schedule=0 0 1 1 *",
+                           "--delta-snapshot-period=2s",
+                           "--delta-snapshot-retention-period=0s",
+                           "--delta-snapshot-memory-limit=104857600",
+                           "--garbage-collection-policy=LimitBased",
+                           "--max-backups=7",
+                           "--garbage-collection-period=12h0m0s",
+                           "--compress-snapshots=true",
+                           "--compression-policy=gzip",
+                           "--etcd-snapshot-timeout=15m0s",
+                           "--etcd-wrapper-port=" + std::to_string(wrapper_port_)});
 }
 
 bool Pod::StartSidecarWith(const std::vector<std::string>& args) {

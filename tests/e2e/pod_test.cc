@@ -2,12 +2,12 @@
 // s3rver) and the real `etcd-wrapper start-etcd` bootstrapped by it. Keys are written, backed up
 // in a full and a delta snapshot, the data directory is lost or damaged after a kill -9, and the
 // restarted wrapper must serve exactly the backed-up data again.
+#include "pod.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
-
-#include "pod.h"
 
 namespace etcdw::testing {
 namespace {

@@ -50,10 +50,9 @@ class SnapshotLeasesTest : public ::testing::Test {
 
   // Saves a snapshot object into the store (content is not read by the lease writer).
   SnapshotInfo Save(SnapshotKind kind, int64_t start, int64_t last, int64_t unix_seconds) {
-    SnapshotInfo s = NewSnapshot(kind, start, last,
-                                 std::chrono::system_clock::time_point(std::chrono::seconds(
-                                     unix_seconds)),
-                                 ".gz", false);
+    SnapshotInfo s = NewSnapshot(
+        kind, start, last,
+        std::chrono::system_clock::time_point(std::chrono::seconds(unix_seconds)), ".gz", false);
     const std::string src = scratch_.path() + "/payload";
     testsupport::WriteFile(src, "x");
     EXPECT_TRUE(store_->Save(s, src).ok());

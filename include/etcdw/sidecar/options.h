@@ -106,7 +106,7 @@ struct ServerOptions {
   int64_t max_parallel_chunk_uploads = 5;     // --max-parallel-chunk-uploads
   int64_t min_chunk_size = int64_t{5} << 20;  // --min-chunk-size
   // Ours: the etcd-wrapper's port for /stop (gardener's sidecar always uses 9095).
-  int64_t etcd_wrapper_port = 9095;      // --etcd-wrapper-port
+  int64_t etcd_wrapper_port = 9095;        // --etcd-wrapper-port
   std::string etcd_process_name = "etcd";  // --etcd-process-name (older druid passes it)
 
   // Compression from the two compression flags.

@@ -24,9 +24,9 @@
 namespace etcdw::sidecar {
 
 struct PeerUrlUpdateOptions {
-  EtcdConnectionOptions etcd;            // --endpoints[0] is the local member
-  std::vector<std::string> configured;   // this member's peer URLs from the config template
-  int wrapper_port = 9095;               // --etcd-wrapper-port
+  EtcdConnectionOptions etcd;           // --endpoints[0] is the local member
+  std::vector<std::string> configured;  // this member's peer URLs from the config template
+  int wrapper_port = 9095;              // --etcd-wrapper-port
   // How long to wait for the member to be healthy after the update, and to come back after
   // the restart.
   std::chrono::milliseconds health_timeout{std::chrono::minutes(5)};
