@@ -121,7 +121,7 @@ void AddRestorationFlags(FlagSet& f, ServerOptions* o) {
         "maximum size of message that the client sends");
   f.Int("max-request-bytes", &r.max_request_bytes, 10 << 20,
         "maximum client request size in bytes the embedded etcd accepts");
-  f.Int("max-txn-ops", &r.max_txn_ops, 10 * 1024,
+  f.Int("max-txn-ops", &r.max_txn_ops, 10240,
         "maximum number of operations permitted in a transaction of the embedded etcd");
   f.Int("embedded-etcd-quota-bytes", &r.embedded_etcd_quota_bytes, int64_t{8} << 30,
         "maximum backend quota for the embedded etcd used for applying delta snapshots");
