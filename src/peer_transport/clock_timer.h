@@ -33,6 +33,7 @@ class ClockTimer {
   void ExpiresAfter(common::Clock::Duration d) { ExpiresAt(clock_->Now() + d); }
   void Cancel() {
     ++generation_;
+    cancelled_at_ = clock_->Now();
     timer_.cancel();
   }
   // `handler(const error_code&)` runs once: with success when the clock reached the deadline,
@@ -48,11 +49,16 @@ class ClockTimer {
     timer_.expires_after(clock_->RealWaitUntil(deadline));
     timer_.async_wait([this, generation, deadline, handler = std::forward<Handler>(handler)](
                           const boost::system::error_code& ec) mutable {
-      if (ec || clock_->Now() >= deadline) return handler(ec);
-      // Woken before the deadline: sleep again, unless the wait was cancelled meanwhile.
+      if (ec) return handler(ec);
+      // Cancelled (or given a new deadline) since this wait began: it was due only if the
+      // clock had reached the deadline by the cancellation. The clock may have moved on since
+      // (the handler was queued before the cancellation and runs after it).
       if (generation != generation_) {
+        if (deadline <= cancelled_at_) return handler(ec);
         return handler(boost::system::error_code(boost::asio::error::operation_aborted));
       }
+      if (clock_->Now() >= deadline) return handler(ec);
+      // Woken before the deadline: sleep again.
       Sleep(generation, deadline, std::move(handler));
     });
   }
@@ -60,7 +66,8 @@ class ClockTimer {
   const common::Clock* const clock_;
   boost::asio::steady_timer timer_;
   common::Clock::TimePoint deadline_{};
-  uint64_t generation_ = 0;  // bumped by every cancellation and new deadline
+  uint64_t generation_ = 0;                  // bumped by every cancellation and new deadline
+  common::Clock::TimePoint cancelled_at_{};  // Now() at the latest cancellation
 };
 
 }  // namespace etcdw::peer_transport

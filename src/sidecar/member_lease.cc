@@ -44,15 +44,18 @@ void MemberLeaseRenewer::Stop() {
 }
 
 void MemberLeaseRenewer::Loop() {
+  // One renewal per period on a fixed cadence (the time a renewal takes does not push the next
+  // one back), unless a renewal outlasts the period: then the next is one period after it.
+  auto due = clock_.Now() + options_.period;
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
-      if (clock_.WaitUntil(l, cv_, clock_.Now() + options_.period, [&] { return stop_; })) {
-        return;
-      }
+      if (clock_.WaitUntil(l, cv_, due, [&] { return stop_; })) return;
     }
     Status st = RenewOnce();
     if (!st.ok()) log::Warn("member lease not renewed", {log::F("error", st)});
+    due += options_.period;
+    if (due < clock_.Now()) due = clock_.Now() + options_.period;
   }
 }
 

@@ -1,5 +1,6 @@
 // The member heartbeat (gardener §9.3, --enable-member-lease-renewal): every
-// --k8s-heartbeat-duration (the first one period after Start), the Kubernetes Lease named after
+// --k8s-heartbeat-duration (the first one period after Start, then on that cadence), the
+// Kubernetes Lease named after
 // this member in POD_NAMESPACE gets
 //   spec.holderIdentity  "<member ID hex>:<cluster ID hex>:Leader" or ":Member", from the local
 //                        member's Status (--endpoints[0])
