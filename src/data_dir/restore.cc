@@ -1,4 +1,6 @@
-// RestoreDataDir (data_dir.h): `etcdutl snapshot restore` for our snapshot format.
+// RestoreDataDir (data_dir.h): `etcdutl snapshot restore` for our snapshot format and for
+// etcd's (a bbolt database, told apart by its first bytes; etcd_backend.h reads it into the
+// same records our format holds, so everything below applies to both).
 //
 // The snapshot is loaded into a fresh store in `<dir>.restoring`, which is then renamed to
 // `dir`; on any error the temporary directory is removed, so `dir` appears complete or not at
@@ -47,10 +49,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <streambuf>
 #include <vector>
 
+#include "etcd_backend.h"
 #include "etcdw/cluster/membership.h"
 #include "etcdw/common/config.h"
 #include "etcdw/common/dir_sync.h"
@@ -178,12 +182,30 @@ Status RewriteMeta(storage::Engine& engine, const cluster::RestoredIdentity& id)
   return engine.Write(batch, /*sync=*/true);
 }
 
+// Imports etcd's snapshot, whose database is the file's first `db_length` bytes.
+Status ImportEtcdSnapshot(const std::string& snapshot_path, int64_t db_length,
+                          storage::Engine& engine) {
+  ETCDW_ASSIGN_OR_RETURN(auto db, bbolt::BoltDb::Open(snapshot_path, db_length));
+  ETCDW_ASSIGN_OR_RETURN(internal::EtcdBackendSummary s, internal::ImportEtcdBackend(*db, engine));
+  log::Info("imported an etcd snapshot",
+            {log::F("snapshot", snapshot_path), log::F("revision", s.revision),
+             log::F("compact-revision", s.scheduled_compact_rev), log::F("puts", s.puts),
+             log::F("deletions", s.deletions), log::F("leases", s.leases),
+             log::F("consistent-index", s.consistent_index), log::F("term", s.term),
+             log::F("dropped-members", s.members), log::F("cluster-version", s.cluster_version)});
+  return Status::Ok();
+}
+
 // Loads the snapshot into a new store at `dir`/member/store and makes it the new member's.
+// `etcd_db_length`: the length of the database in etcd's format; none for our format.
 // Returns the store's revision.
-Result<int64_t> BuildStore(const std::string& snapshot_path, const std::string& dir,
-                           const cluster::RestoredIdentity& id, bool skip_hash_check) {
+Result<int64_t> BuildStore(const std::string& snapshot_path, std::optional<int64_t> etcd_db_length,
+                           const std::string& dir, const cluster::RestoredIdentity& id,
+                           bool skip_hash_check) {
   ETCDW_ASSIGN_OR_RETURN(auto engine, storage::Engine::Open(StoreDir(dir), {}));
-  if (skip_hash_check) {
+  if (etcd_db_length) {
+    ETCDW_RETURN_IF_ERROR(ImportEtcdSnapshot(snapshot_path, *etcd_db_length, *engine));
+  } else if (skip_hash_check) {
     ETCDW_ASSIGN_OR_RETURN(auto buf, TrailerIgnoringBuf::Open(snapshot_path));
     std::istream in(buf.get());
     ETCDW_RETURN_IF_ERROR(mvcc::RestoreSnapshot(in, *engine));
@@ -241,7 +263,14 @@ Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir_i
   }
   if (errno != ENOENT) return Unavailable("\"" + dir + "\": " + std::strerror(errno));
   // Fails early, before anything is written, on a damaged file.
-  if (!skip_hash_check) ETCDW_RETURN_IF_ERROR(mvcc::VerifySnapshotFile(snapshot_path));
+  ETCDW_ASSIGN_OR_RETURN(const bool etcd_format, internal::IsBoltFile(snapshot_path));
+  std::optional<int64_t> etcd_db_length;
+  if (etcd_format) {
+    ETCDW_ASSIGN_OR_RETURN(etcd_db_length,
+                           internal::EtcdSnapshotDbLength(snapshot_path, skip_hash_check));
+  } else if (!skip_hash_check) {
+    ETCDW_RETURN_IF_ERROR(mvcc::VerifySnapshotFile(snapshot_path));
+  }
 
   const std::string tmp = dir + ".restoring";
   std::error_code ec;
@@ -257,7 +286,8 @@ Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir_i
   }
 
   auto build = [&]() -> Result<int64_t> {
-    ETCDW_ASSIGN_OR_RETURN(int64_t rev, BuildStore(snapshot_path, tmp, *id, skip_hash_check));
+    ETCDW_ASSIGN_OR_RETURN(int64_t rev,
+                           BuildStore(snapshot_path, etcd_db_length, tmp, *id, skip_hash_check));
     ETCDW_RETURN_IF_ERROR(common::SyncDirectory(MemberDir(tmp)));
     ETCDW_RETURN_IF_ERROR(common::SyncDirectory(tmp));
     ETCDW_RETURN_IF_ERROR(RenameNoReplace(tmp, dir));

@@ -31,12 +31,15 @@ struct RestoreTarget {
 };
 
 // Creates the data directory `dir` (which must not exist) from `snapshot_path`, a file in our
-// Maintenance.Snapshot format (mvcc/snapshot.h). The SHA-256 trailer is verified unless
-// skip_hash_check. The result holds the snapshot's keys, revisions, leases and compaction state
-// with the membership and identity of a new cluster described by `target` (the snapshot's own
-// members and Raft state are dropped, as etcd's restore does); started with initial-cluster-state
-// "new" and the same initial cluster, the member serves exactly the snapshot's data at the
-// snapshot's revision. On error nothing is left at `dir`.
+// Maintenance.Snapshot format (mvcc/snapshot.h) or in etcd's (a bbolt database as `etcdctl
+// snapshot save` writes it, or a member's member/snap/db; recognised by its first bytes, read
+// for etcd 3.4 to 3.6). The SHA-256 trailer is verified unless skip_hash_check; an etcd database
+// without a trailer (its size not 32 more than a multiple of 512) is accepted only with
+// skip_hash_check, as etcd's restore accepts it. The result holds the snapshot's keys, revisions,
+// leases and compaction state with the membership and identity of a new cluster described by
+// `target` (the snapshot's own members and Raft state are dropped, as etcd's restore does); started
+// with initial-cluster-state "new" and the same initial cluster, the member serves exactly the
+// snapshot's data at the snapshot's revision. On error nothing is left at `dir`.
 Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir,
                       const RestoreTarget& target, bool skip_hash_check);
 
