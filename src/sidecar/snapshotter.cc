@@ -95,7 +95,9 @@ class Snapshotter::Impl {
   Status HandleWatchItem(const WatchItem& item);
   Status ServeRequest(Request& req);
 
-  Status ResetFullTimer();
+  // The next cron time after `fired` (a scheduled snapshot's own time; none: now). One cron time
+  // the clock passed meanwhile fires at once; after several, the schedule resumes after now.
+  Status ResetFullTimer(std::optional<SystemTime> fired = std::nullopt);
   void ResetDeltaTimer() { next_delta_ = clock_.Now() + opts_.delta_period; }
   Result<int64_t> CurrentRevision();
 
@@ -251,7 +253,9 @@ Status Snapshotter::Impl::Loop() {
       log::Info("taking scheduled full snapshot");
       auto f = TakeFull(false);
       if (!f.ok()) return f.status().WithContext("scheduled full snapshot");
-      ETCDW_RETURN_IF_ERROR(ResetFullTimer());
+      // From the time that fired, not from now: a cron time the clock reached while the
+      // snapshot was being taken is still taken.
+      ETCDW_RETURN_IF_ERROR(ResetFullTimer(next_full_));
     }
     if (DeltasEnabled() && clock_.Now() >= next_delta_) {
       auto d = TakeDelta();
@@ -488,8 +492,15 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::SaveDelta() {
   return std::optional<SnapshotInfo>(std::move(s));
 }
 
-Status Snapshotter::Impl::ResetFullTimer() {
-  auto next = opts_.schedule.Next(clock_.WallNow());
+Status Snapshotter::Impl::ResetFullTimer(std::optional<SystemTime> fired) {
+  const SystemTime now = clock_.WallNow();
+  auto next = opts_.schedule.Next(fired ? *fired : now);
+  if (next && *next < now) {
+    // Passed while the snapshot was taken: one such time fires at once; when more than one
+    // passed, the schedule resumes after now.
+    auto after = opts_.schedule.Next(*next);
+    if (after && *after <= now) next = opts_.schedule.Next(now);
+  }
   if (!next) {
     return FailedPrecondition("full snapshot schedule \"" + opts_.schedule.spec() +
                               "\" has no future activation");
