@@ -61,7 +61,12 @@ void MemberLeaseRenewer::Loop() {
 
 Status MemberLeaseRenewer::RenewOnce() {
   const std::string& endpoint = options_.etcd.endpoints.front();
-  ETCDW_ASSIGN_OR_RETURN(auto etcd, EtcdClient::Connect(options_.etcd, endpoint));
+  std::lock_guard<std::mutex> renewing(renew_mu_);
+  // One client for every renewal: its channel reconnects by itself when etcd comes back.
+  if (etcd_ == nullptr) {
+    ETCDW_ASSIGN_OR_RETURN(etcd_, EtcdClient::Connect(options_.etcd, endpoint));
+  }
+  EtcdClient* const etcd = etcd_.get();
   auto status = etcd->EndpointStatus(options_.etcd.connection_timeout);
   if (!status.ok()) return status.status().WithContext("status of etcd endpoint " + endpoint);
   const uint64_t id = status->header().member_id();

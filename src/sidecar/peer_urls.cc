@@ -11,6 +11,9 @@
 namespace etcdw::sidecar {
 namespace {
 
+// The wrapper's base URL: the host of `etcd_endpoint`, `port`, https when `tls`.
+Result<common::Url> WrapperAddress(const std::string& etcd_endpoint, int port, bool tls);
+
 using std::chrono::milliseconds;
 
 bool Cancelled(const PeerUrlUpdateOptions& o) { return o.cancel != nullptr && o.cancel->load(); }
@@ -82,9 +85,9 @@ Status WaitHealthy(const PeerUrlUpdateOptions& o, const std::string& what) {
 // POST /stop to the wrapper: it ends etcd, the container restarts with the new config.
 Status StopThroughWrapper(const PeerUrlUpdateOptions& o) {
   const bool tls = o.etcd.UseTls() || o.etcd.endpoints.front().rfind("https://", 0) == 0;
-  ETCDW_ASSIGN_OR_RETURN(std::string url,
-                         WrapperStopUrl(o.etcd.endpoints.front(), o.wrapper_port, tls));
-  ETCDW_ASSIGN_OR_RETURN(common::Url u, common::ParseUrl(url.substr(0, url.size() - 5)));
+  ETCDW_ASSIGN_OR_RETURN(common::Url u,
+                         WrapperAddress(o.etcd.endpoints.front(), o.wrapper_port, tls));
+  const std::string url = u.ToString() + "/stop";
   common::HttpClientOptions ho;
   ho.tls = tls;
   ho.ca_file = o.etcd.ca_file;
@@ -119,12 +122,21 @@ std::vector<std::string> UnregisteredUrls(const std::vector<std::string>& config
   return out;
 }
 
-Result<std::string> WrapperStopUrl(const std::string& etcd_endpoint, int port, bool tls) {
+namespace {
+
+Result<common::Url> WrapperAddress(const std::string& etcd_endpoint, int port, bool tls) {
   std::string endpoint = etcd_endpoint;
   if (endpoint.find("://") == std::string::npos) endpoint = "http://" + endpoint;
   ETCDW_ASSIGN_OR_RETURN(common::Url u, common::ParseUrl(endpoint));
   u.scheme = tls ? "https" : "http";
   u.port = static_cast<uint16_t>(port);
+  return u;
+}
+
+}  // namespace
+
+Result<std::string> WrapperStopUrl(const std::string& etcd_endpoint, int port, bool tls) {
+  ETCDW_ASSIGN_OR_RETURN(common::Url u, WrapperAddress(etcd_endpoint, port, tls));
   return u.ToString() + "/stop";
 }
 

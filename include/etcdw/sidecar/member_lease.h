@@ -69,6 +69,9 @@ class MemberLeaseRenewer {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // One renewal at a time; the local member's client, made by the first one.
+  std::mutex renew_mu_;
+  std::unique_ptr<EtcdClient> etcd_ ABSL_GUARDED_BY(renew_mu_);
   std::thread thread_;
 };
 
