@@ -332,15 +332,21 @@ TEST_F(DruidPodTest, AKnownMemberWithALostVolumeAndNoBackupsRejoinsFromItsPeers)
   for (int i = 0; i < 20; ++i) {
     ASSERT_EQ(Etcdctl(pods[0]->Endpoint(), {"put", "key-" + std::to_string(i), "v"}).rc, 0);
   }
-  // A member whose sidecar does not lead loses its volume.
+  // A member whose sidecar does not lead loses its volume: once one sidecar leads (before
+  // that every sidecar answers 503, the Raft leader's too).
   Pod* victim = nullptr;
-  ASSERT_TRUE(WaitUntil([&] {
-    for (Pod* p : pods) {
-      auto h = p->Sidecar("/healthz");
-      if (h.ok() && h->status == 503) victim = p;
-    }
-    return victim != nullptr;
-  }));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        int leaders = 0;
+        victim = nullptr;
+        for (Pod* p : pods) {
+          auto h = p->Sidecar("/healthz");
+          if (h.ok() && h->status == 200) ++leaders;
+          if (h.ok() && h->status == 503) victim = p;
+        }
+        return leaders == 1 && victim != nullptr;
+      },
+      30s));
   EXPECT_TRUE(WaitUntil([&] { return !Holder(victim->name()).empty(); }, 20s));
   victim->wrapper().Kill();
   fs::remove_all(victim->DataDir());
