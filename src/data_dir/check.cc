@@ -16,6 +16,9 @@
 #include <cstring>
 #include <optional>
 
+#include "etcd_backend.h"
+#include "etcd_data_dir.h"
+#include "etcd_entries.h"
 #include "etcdw/cluster/membership.h"
 #include "etcdw/data_dir/data_dir.h"
 #include "etcdw/mvcc/key_index.h"
@@ -165,6 +168,54 @@ Status CheckSavedKeyIndex(const storage::Engine& engine, int64_t rev, const mvcc
   return Status::Ok();
 }
 
+// An etcd data directory, read as the takeover reads it (etcd_data_dir.h). Its revision: the
+// highest main revision of the backend's changes, or its compaction revision when higher.
+DataDirCheck CheckEtcdDataDir(const std::string& dir, bool full) {
+  auto etcd = internal::ReadEtcdDataDir(MemberDir(dir));
+  if (!etcd.ok()) {
+    if (etcd.status().code() == Code::kFailedPrecondition) {
+      return Fail(DataDirState::kLocked, etcd.status().message());
+    }
+    return Classify(etcd.status());
+  }
+  int64_t rev = 0;
+  for (const char* key : {"scheduledCompactRev", "finishedCompactRev"}) {
+    auto v = etcd->db->Get({"meta"}, key);
+    if (!v.ok()) return Classify(v.status());
+    if (*v) {
+      auto r = internal::ParseEtcdRevisionKey(**v);
+      if (!r.ok()) return Classify(r.status().WithContext(std::string("etcd backend meta ") + key));
+      rev = std::max(rev, r->rev.main);
+    }
+  }
+  Status st = etcd->db->ForEach({"key"}, [&](std::string_view k, std::string_view v, bool) {
+    auto r = internal::ParseEtcdRevisionKey(k);
+    if (!r.ok()) return r.status().WithContext("etcd backend bucket key");
+    if (full && !r->tombstone) {
+      mvccpb::KeyValue kv;
+      if (!kv.ParseFromArray(v.data(), static_cast<int>(v.size())) ||
+          kv.mod_revision() != r->rev.main) {
+        return DataLoss("etcd backend bucket key: the change at revision " +
+                        std::to_string(r->rev.main) + " is not a valid KeyValue");
+      }
+    }
+    rev = std::max(rev, r->rev.main);
+    return Status::Ok();
+  });
+  if (st.ok() && full) {
+    internal::EtcdEntryStats stats;
+    for (size_t i = etcd->first_replayed; i < etcd->wal.entries.size() && st.ok(); ++i) {
+      st = internal::TranslateEtcdEntry(etcd->wal.entries[i], stats).status();
+    }
+  }
+  if (!st.ok()) return Classify(st);
+  DataDirCheck c;
+  c.state = DataDirState::kEtcdFormat;
+  c.revision = rev;
+  c.unapplied_entries = etcd->ReplayedEntries();
+  return c;
+}
+
 }  // namespace
 
 const char* DataDirStateName(DataDirState s) {
@@ -181,12 +232,15 @@ const char* DataDirStateName(DataDirState s) {
       return "locked";
     case DataDirState::kUnknown:
       return "unknown";
+    case DataDirState::kEtcdFormat:
+      return "etcd-format";
   }
   return "?";
 }
 
 DataDirCheck CheckDataDir(const std::string& dir, bool full) {
   if (auto bad = CheckDirectory(dir, DataDirState::kNotExist)) return *bad;
+  if (IsEtcdDataDir(dir)) return CheckEtcdDataDir(dir, full);
   if (auto bad = CheckDirectory(MemberDir(dir), DataDirState::kInvalidStruct)) return *bad;
   if (auto bad = CheckDirectory(StoreDir(dir), DataDirState::kInvalidStruct)) return *bad;
   auto engine = internal::OpenExistingStore(dir);

@@ -16,6 +16,13 @@ std::string MemberDir(const std::string& dir);
 std::string StoreDir(const std::string& dir);
 std::string WalDir(const std::string& dir);  // the Raft log (storage::RaftLog)
 
+// Renames `from` to `to`, failing with kAlreadyExists if `to` exists (rename(2) would replace
+// an empty directory).
+Status RenameNoReplace(const std::string& from, const std::string& to);
+// Exchanges the two existing paths in one step (renameat2 RENAME_EXCHANGE); kFailedPrecondition
+// when the file system cannot.
+Status ExchangePaths(const std::string& a, const std::string& b);
+
 // Opens the existing store of data directory `dir` without creating anything. NotFound when
 // there is no store; kFailedPrecondition when another open holds it (Engine::Open).
 Result<std::unique_ptr<storage::Engine>> OpenExistingStore(const std::string& dir);

@@ -71,6 +71,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using internal::MemberDir;
+using internal::RenameNoReplace;
 using internal::StoreDir;
 
 // The identity `target` gives the restored member, computed as EtcdServer::Open computes it
@@ -225,26 +226,6 @@ Result<int64_t> BuildStore(const std::string& snapshot_path, std::optional<int64
   // Into synced table files (the loading writes were not all synced).
   ETCDW_RETURN_IF_ERROR(engine->Flush());
   return rev;
-}
-
-// Renames `from` to `to`, failing if `to` exists (rename(2) would replace an empty directory).
-Status RenameNoReplace(const std::string& from, const std::string& to) {
-  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) {
-    return Status::Ok();
-  }
-  if (errno == EEXIST) return Status(Code::kAlreadyExists, "\"" + to + "\" already exists");
-  if (errno != EINVAL && errno != ENOSYS) {
-    return Unavailable("rename \"" + from + "\" to \"" + to + "\": " + std::strerror(errno));
-  }
-  // A file system without RENAME_NOREPLACE: check, then rename.
-  struct stat st;
-  if (::lstat(to.c_str(), &st) == 0) {
-    return Status(Code::kAlreadyExists, "\"" + to + "\" already exists");
-  }
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    return Unavailable("rename \"" + from + "\" to \"" + to + "\": " + std::strerror(errno));
-  }
-  return Status::Ok();
 }
 
 }  // namespace

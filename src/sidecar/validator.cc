@@ -51,6 +51,7 @@ Validation CheckSafeGuard(const std::string& data_dir) {
 DataDirStatus FromCheck(data_dir::DataDirState s) {
   switch (s) {
     case data_dir::DataDirState::kValid:
+    case data_dir::DataDirState::kEtcdFormat:  // etcd's own: valid, the member takes it over
       return DataDirStatus::kValid;
     case data_dir::DataDirState::kNotExist:
       return DataDirStatus::kNotExist;

@@ -4,6 +4,7 @@
 
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/data_dir/data_dir.h"
 
 namespace etcdw::wrapper {
 
@@ -14,6 +15,11 @@ Result<std::unique_ptr<EmbeddedMember>> EmbeddedMember::Start(const common::Etcd
                                                               common::StopRequest* stop) {
   std::unique_ptr<EmbeddedMember> m(new EmbeddedMember());
   m->config_ = config;
+  // A data directory etcd wrote is converted in place first (or an interrupted conversion
+  // finished); any other directory is left alone.
+  auto takeover = data_dir::TakeOverEtcdDataDir(config.data_dir);
+  if (!takeover.ok())
+    return takeover.status().WithContext("cannot take over etcd's data directory");
   auto server = member::EtcdServer::Open(config);
   if (!server.ok()) return server.status().WithContext("cannot open the store");
   m->server_ = std::move(server).value();

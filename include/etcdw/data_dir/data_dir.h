@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,9 @@ enum class DataDirState {
   kCorrupt,        // a checksum or consistency check failed, or the store does not open
   kLocked,         // another process holds the store (gardener: FailToOpenBoltDBError)
   kUnknown,        // an I/O error other than "missing" (permissions, ...)
+  // An etcd 3.4 data directory (member/snap/db, member/wal/*.wal, no member/store) that reads:
+  // valid, and taken over by the next start of the member (TakeOverEtcdDataDir).
+  kEtcdFormat,
 };
 const char* DataDirStateName(DataDirState s);
 
@@ -93,6 +97,11 @@ struct DataDirCheck {
   uint64_t unapplied_entries = 0;
 };
 
+// An etcd data directory (kEtcdFormat) is checked as the takeover reads it: its backend opens
+// and its revision is read, its WAL and newest .snap file read with their checksums, and the
+// WAL holds every entry after the backend's consistent index; full: also every entry translates
+// (TakeOverEtcdDataDir). Its revision is the backend's; unapplied_entries, the WAL's entries
+// after the consistent index.
 // sanity (full = false): the directory structure, that the store opens and reads its revision,
 // the Raft log against the applied index; it reads no key, so its cost does not grow with the data.
 // full: also every checksum of the store (all RocksDB files: state and Raft log) and the
@@ -101,5 +110,40 @@ struct DataDirCheck {
 // and log agree with the applied index), and that every Meta record is one this version declares
 // (storage/meta_records.h).
 DataDirCheck CheckDataDir(const std::string& dir, bool full);
+
+// --- Taking over a data directory etcd 3.4 wrote (takeover.cc, docs/design.md) ---
+
+// Whether `dir`/member is etcd's: member/snap/db is a file and there is no member/store.
+bool IsEtcdDataDir(const std::string& dir);
+
+struct TakeoverOptions {
+  // Called after each durable step with its name ("store-built", "log-written", "synced",
+  // "exchanged", "moved-aside"): tests end the process there to check that a rerun finishes.
+  std::function<void(const std::string& step)> after_step;
+};
+
+struct TakeoverResult {
+  bool taken_over = false;  // false: `dir` held nothing of etcd's, nothing was done
+  std::string moved_to;     // where etcd's member directory now is
+  int64_t revision = 0;     // the backend's revision (before the replayed entries apply)
+  uint64_t consistent_index = 0;
+  uint64_t replayed_entries = 0;  // WAL entries after the consistent index, left to apply
+  uint64_t member_id = 0;
+  uint64_t cluster_id = 0;
+};
+
+// Converts the etcd data directory `dir` in place into ours, keeping the member ID, cluster ID
+// and members: the backend's state is imported (its applied index kept), and the WAL's entries
+// after the backend's consistent index become our Raft log with etcd's hard state, so the
+// member applies them at its first start. The store and log are built in `dir`/.etcdw-takeover,
+// synced, then exchanged atomically with etcd's member/ (renameat2 RENAME_EXCHANGE), and etcd's
+// member/ is moved to `dir`/etcd-taken-over (or etcd-taken-over-N when taken), which etcd can
+// start from again. etcd's files are never changed or deleted. After a crash at any point the
+// next call redoes the build or finishes the move. A `dir` with neither an etcd member nor an
+// interrupted takeover: taken_over = false, nothing done. Errors: kFailedPrecondition when etcd
+// still holds its files (running) or the cluster used auth; DataLoss for damaged files; with
+// nothing changed in `dir` beyond a removed partial build.
+Result<TakeoverResult> TakeOverEtcdDataDir(const std::string& dir,
+                                           const TakeoverOptions& opts = {});
 
 }  // namespace etcdw::data_dir
