@@ -1,0 +1,229 @@
+// Differential: etcd 3.4 writes a history into its data directory and stops (SIGTERM, or
+// SIGKILL in the middle of writes); etcd-wrapper --config is then started on the very same
+// directory, takes it over in place (data_dir::TakeOverEtcdDataDir) and serves what etcd
+// served: every key at the current and past uncompacted revisions, the compaction's refusal,
+// the leases, and the same member ID and cluster ID; after a kill, every write etcd
+// acknowledged. etcd's own files are kept, moved aside.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "e2e_util.h"
+#include "servers.h"
+
+namespace etcdw::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every key at `rev` (0: current) as serialized KeyValues; and the header's revision.
+std::vector<std::string> All(Member& m, int64_t rev, int64_t* header_rev) {
+  std::vector<std::string> out;
+  etcdserverpb::RangeRequest req;
+  req.set_key(std::string(1, '\0'));
+  req.set_range_end(std::string(1, '\0'));
+  req.set_revision(rev);
+  etcdserverpb::RangeResponse resp;
+  grpc::Status st = m.client().kv->Range(Ctx().get(), req, &resp);
+  EXPECT_TRUE(st.ok()) << m.label() << " at " << rev << ": " << st.error_message();
+  *header_rev = resp.header().revision();
+  for (const auto& kv : resp.kvs()) out.push_back(kv.SerializeAsString());
+  return out;
+}
+
+struct Identity {
+  uint64_t member_id = 0;
+  uint64_t cluster_id = 0;
+  std::vector<uint64_t> members;
+};
+Identity IdentityOf(Member& m) {
+  Identity id;
+  CmdResult list = Etcdctl(m, {"member", "list", "-w", "json"});
+  EXPECT_EQ(list.rc, 0) << list.Describe();
+  auto j = ParseJson(list.out);
+  if (j.is_null()) return id;
+  id.cluster_id = j["header"].value("cluster_id", uint64_t{0});
+  for (const auto& mem : j["members"]) id.members.push_back(mem.value("ID", uint64_t{0}));
+  CmdResult status = Etcdctl(m, {"endpoint", "status", "-w", "json"});
+  EXPECT_EQ(status.rc, 0) << status.Describe();
+  auto s = ParseJson(status.out);
+  if (s.is_array() && !s.empty()) {
+    id.member_id = s[0]["Status"]["header"].value("member_id", uint64_t{0});
+  }
+  return id;
+}
+
+class EtcdTakeoverTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << "--- etcd log ---\n"
+                << etcd_.log() << "--- etcd-wrapper log ---\n"
+                << ours_.log();
+    }
+  }
+  void Put(const std::string& k, const std::string& v, int64_t lease = 0) {
+    etcdserverpb::PutResponse r;
+    grpc::Status st = etcd_.client().Put(k, v, lease, &r);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  int64_t Rev() {
+    etcdserverpb::RangeResponse r;
+    EXPECT_TRUE(etcd_.client().Get("none", &r).ok());
+    return r.header().revision();
+  }
+  // etcd-wrapper on etcd's data directory, with etcd's name.
+  bool StartOursOnEtcdsDir() {
+    return ours_.Start({{"data-dir", etcd_.data_dir()}, {"name", "etcd"}},
+                       std::chrono::seconds(60));
+  }
+  void ExpectEtcdFilesMovedAside() {
+    const std::string aside = etcd_.data_dir() + "/etcd-taken-over/member";
+    EXPECT_TRUE(fs::exists(aside + "/snap/db"));
+    EXPECT_TRUE(fs::exists(aside + "/wal"));
+    EXPECT_FALSE(fs::exists(etcd_.data_dir() + "/.etcdw-takeover"));
+    EXPECT_TRUE(Contains(ours_.log(), "etcd's files moved aside")) << ours_.log();
+    EXPECT_TRUE(Contains(ours_.log(), aside.substr(0, aside.size() - 7))) << ours_.log();
+    auto took = LogsWithMsg(ours_.log(), "took over etcd's data directory");
+    ASSERT_EQ(took.size(), 1u) << ours_.log();
+    std::cerr << "took over: revision " << took[0].value("revision", int64_t{0})
+              << ", consistent index " << took[0].value("consistent-index", uint64_t{0})
+              << ", WAL entries replayed " << took[0].value("replayed-entries", uint64_t{0})
+              << "\n";
+  }
+
+  Member etcd_{Member::Kind::kEtcd, "etcd"};
+  Member ours_{Member::Kind::kEtcdWrapper, "etcd"};
+};
+
+TEST_F(EtcdTakeoverTest, AfterACleanStopServesTheSameHistoryAndIdentity) {
+  // A small snapshot count: the directory holds .snap files and a WAL beyond them.
+  ASSERT_TRUE(etcd_.Start({{"snapshot-count", "100"}})) << etcd_.log();
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_id(0x1234);
+  g.set_ttl(900);
+  etcdserverpb::LeaseGrantResponse gr;
+  ASSERT_TRUE(etcd_.client().lease->LeaseGrant(Ctx().get(), g, &gr).ok());
+  for (int i = 0; i < 300; ++i) Put("k/" + std::to_string(i), "v0-" + std::to_string(i));
+  for (int i = 0; i < 100; ++i) Put("k/" + std::to_string(i), "v1", i % 10 == 0 ? 0x1234 : 0);
+  ASSERT_EQ(Etcdctl(etcd_, {"del", "k/2", "k/3"}).rc, 0);
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key("txn");
+  put->set_value("t");
+  txn.add_success()->mutable_request_delete_range()->set_key("k/50");
+  etcdserverpb::TxnResponse tr;
+  ASSERT_TRUE(etcd_.client().kv->Txn(Ctx().get(), txn, &tr).ok());
+  const int64_t compacted = Rev();
+  ASSERT_EQ(Etcdctl(etcd_, {"compaction", std::to_string(compacted)}).rc, 0);
+  for (int i = 0; i < 20; ++i) Put("after/" + std::to_string(i), std::string(i * 100, 'x'));
+  const int64_t last = Rev();
+  const std::vector<int64_t> revs = {0, last - 5, compacted + 1, compacted};
+  std::vector<std::vector<std::string>> want;
+  for (int64_t rev : revs) {
+    int64_t r = 0;
+    want.push_back(All(etcd_, rev, &r));
+  }
+  const Identity etcd_id = IdentityOf(etcd_);
+  ASSERT_NE(etcd_id.member_id, 0u);
+  auto lease_keys = [](Member& m) {  // etcd lists them in map order
+    CmdResult r = Etcdctl(m, {"lease", "timetolive", "1234", "--keys", "-w", "json"});
+    auto j = ParseJson(r.out);
+    EXPECT_EQ(j.value("granted-ttl", 0), 900) << r.Describe();
+    std::vector<std::string> keys = j.value("keys", std::vector<std::string>{});
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  const std::vector<std::string> etcd_lease_keys = lease_keys(etcd_);
+  ASSERT_EQ(etcd_lease_keys.size(), 8u);  // k/0, k/10, ... k/90 less k/20 and k/50, deleted
+  ASSERT_TRUE(etcd_.Stop().has_value());  // etcd 3.4 exits 143 on SIGTERM
+
+  ASSERT_TRUE(StartOursOnEtcdsDir()) << ours_.log();
+  for (size_t i = 0; i < revs.size(); ++i) {
+    SCOPED_TRACE("revision " + std::to_string(revs[i]));
+    int64_t our_rev = 0;
+    EXPECT_TRUE(All(ours_, revs[i], &our_rev) == want[i]);
+    EXPECT_EQ(our_rev, last);
+  }
+  CmdResult old = Etcdctl(ours_, {"get", "k/1", "--rev=" + std::to_string(compacted - 1)});
+  EXPECT_NE(old.err.find("required revision has been compacted"), std::string::npos)
+      << old.Describe();
+  EXPECT_EQ(lease_keys(ours_), etcd_lease_keys);
+  const Identity our_id = IdentityOf(ours_);
+  EXPECT_EQ(our_id.member_id, etcd_id.member_id);
+  EXPECT_EQ(our_id.cluster_id, etcd_id.cluster_id);
+  EXPECT_EQ(our_id.members, etcd_id.members);
+  ExpectEtcdFilesMovedAside();
+  etcdserverpb::PutResponse next;
+  ASSERT_TRUE(ours_.client().Put("next", "x", 0, &next).ok());
+  EXPECT_EQ(next.header().revision(), last + 1);
+
+  // Restarted, it is our own directory now.
+  ASSERT_EQ(ours_.Stop(), 0);
+  ASSERT_TRUE(StartOursOnEtcdsDir()) << ours_.log();
+  etcdserverpb::RangeResponse got;
+  ASSERT_TRUE(ours_.client().Get("next", &got).ok());
+  EXPECT_EQ(got.kvs_size(), 1);
+  EXPECT_FALSE(fs::exists(etcd_.data_dir() + "/etcd-taken-over-2"));
+}
+
+TEST_F(EtcdTakeoverTest, AfterAKillDuringWritesKeepsEveryAcknowledgedWrite) {
+  ASSERT_TRUE(etcd_.Start({{"snapshot-count", "200"}})) << etcd_.log();
+  std::atomic<int> acked{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  std::vector<std::vector<int>> done(4);
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      Client c(etcd_.NewChannel());
+      for (int i = 0; !stop.load(); ++i) {
+        etcdserverpb::PutResponse r;
+        if (!c.Put("w" + std::to_string(w) + "/" + std::to_string(i), std::to_string(i), 0, &r)
+                 .ok()) {
+          return;
+        }
+        done[static_cast<size_t>(w)].push_back(i);
+        ++acked;
+      }
+    });
+  }
+  for (int i = 0; i < 1000 && acked.load() < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  etcd_.Kill();
+  stop = true;
+  for (auto& t : writers) t.join();
+  ASSERT_GE(acked.load(), 600);
+
+  ASSERT_TRUE(StartOursOnEtcdsDir()) << ours_.log();
+  int64_t rev = 0;
+  std::vector<std::string> all = All(ours_, 0, &rev);
+  std::set<std::string> keys;
+  for (const std::string& b : all) {
+    mvccpb::KeyValue kv;
+    ASSERT_TRUE(kv.ParseFromString(b));
+    keys.insert(kv.key());
+    const std::string k = kv.key();
+    EXPECT_EQ(kv.value(), k.substr(k.find('/') + 1));
+  }
+  int missing = 0;
+  for (int w = 0; w < 4; ++w) {
+    for (int i : done[static_cast<size_t>(w)]) {
+      if (keys.count("w" + std::to_string(w) + "/" + std::to_string(i)) == 0) ++missing;
+    }
+  }
+  EXPECT_EQ(missing, 0) << "of " << acked.load() << " acknowledged writes";
+  EXPECT_GE(static_cast<int>(keys.size()), acked.load());
+  EXPECT_EQ(rev, static_cast<int64_t>(keys.size()) + 1);  // one revision per put, from 2
+  ExpectEtcdFilesMovedAside();
+}
+
+}  // namespace
+}  // namespace etcdw::testing
