@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "e2e_util.h"
+#include "pod.h"
 #include "servers.h"
 
 namespace etcdw::testing {
@@ -223,6 +224,57 @@ TEST_F(EtcdTakeoverTest, AfterAKillDuringWritesKeepsEveryAcknowledgedWrite) {
   EXPECT_GE(static_cast<int>(keys.size()), acked.load());
   EXPECT_EQ(rev, static_cast<int64_t>(keys.size()) + 1);  // one revision per put, from 2
   ExpectEtcdFilesMovedAside();
+}
+
+// The pod: etcd 3.4 ran on the pod's volume and stopped; `etcdbrctl server` validates the
+// directory (full: the last stop was not the wrapper's) and finds it valid, so it neither
+// restores nor removes it; `etcd-wrapper start-etcd` takes it over and serves etcd's keys with
+// etcd's identity.
+TEST(EtcdTakeoverPodTest, StartEtcdTakesOverWhatTheSidecarValidated) {
+  PodPorts ports;
+  Pod pod(0, {ports});
+  Process etcd;
+  ASSERT_TRUE(etcd.Start(
+      {"etcd", "--name=etcd-main-0", "--data-dir=" + pod.DataDir(),
+       "--listen-client-urls=" + ports.ClientUrl(), "--advertise-client-urls=" + ports.ClientUrl(),
+       "--listen-peer-urls=" + ports.PeerUrl(), "--initial-advertise-peer-urls=" + ports.PeerUrl(),
+       "--initial-cluster=etcd-main-0=" + ports.PeerUrl(), "--initial-cluster-token=etcd-cluster",
+       "--snapshot-count=50"},
+      pod.File("etcd.log"), {"ETCD_UNSUPPORTED_ARCH="}));
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = Etcdctl(pod.Endpoint(), {"endpoint", "health"}).rc == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << ReadFile(pod.File("etcd.log"));
+  for (int i = 0; i < 120; ++i) {
+    ASSERT_EQ(Etcdctl(pod.Endpoint(), {"put", "k" + std::to_string(i % 40), std::to_string(i)}).rc,
+              0);
+  }
+  ASSERT_EQ(Etcdctl(pod.Endpoint(), {"del", "k1"}).rc, 0);
+  const Dump before = DumpAll(pod.Endpoint());
+  ASSERT_EQ(before.revision, 122);
+  CmdResult status = Etcdctl(pod.Endpoint(), {"endpoint", "status", "-w", "json"});
+  auto sj = ParseJson(status.out);
+  ASSERT_TRUE(sj.is_array() && !sj.empty()) << status.Describe();
+  const uint64_t member_id = sj[0]["Status"]["header"].value("member_id", uint64_t{0});
+  const uint64_t cluster_id = sj[0]["Status"]["header"].value("cluster_id", uint64_t{0});
+  etcd.Signal(SIGTERM);
+  ASSERT_TRUE(etcd.Wait(std::chrono::seconds(20)).has_value());
+
+  ASSERT_TRUE(pod.StartSidecar()) << pod.Logs();
+  ASSERT_TRUE(pod.StartWrapper()) << pod.Logs();
+  ASSERT_TRUE(pod.WaitReady()) << pod.Logs();
+  EXPECT_TRUE(Contains(pod.SidecarLog(), "\"status\":\"DataDirectoryValid\"")) << pod.Logs();
+  EXPECT_FALSE(Contains(pod.SidecarLog(), "removing the invalid data directory")) << pod.Logs();
+  EXPECT_FALSE(Contains(pod.SidecarLog(), "restoring the data directory")) << pod.Logs();
+  EXPECT_EQ(DumpAll(pod.Endpoint()), before) << pod.Logs();
+  CmdResult ours = Etcdctl(pod.Endpoint(), {"endpoint", "status", "-w", "json"});
+  auto oj = ParseJson(ours.out);
+  ASSERT_TRUE(oj.is_array() && !oj.empty()) << ours.Describe();
+  EXPECT_EQ(oj[0]["Status"]["header"].value("member_id", uint64_t{0}), member_id);
+  EXPECT_EQ(oj[0]["Status"]["header"].value("cluster_id", uint64_t{0}), cluster_id);
+  EXPECT_TRUE(fs::exists(pod.DataDir() + "/etcd-taken-over/member/snap/db"));
 }
 
 }  // namespace
