@@ -202,14 +202,24 @@ DataDirCheck CheckEtcdDataDir(const std::string& dir, bool full) {
     rev = std::max(rev, r->rev.main);
     return Status::Ok();
   });
+  // What the takeover will refuse (auth) is etcd's valid data all the same: reported, never
+  // called corrupt, which would have the sidecar replace it.
+  std::string refusal;
+  if (etcd->auth_enabled)
+    refusal = "etcd's auth is enabled: the member will refuse to take it over";
   if (st.ok() && full) {
     internal::EtcdEntryStats stats;
     for (size_t i = etcd->first_replayed; i < etcd->wal.entries.size() && st.ok(); ++i) {
       st = internal::TranslateEtcdEntry(etcd->wal.entries[i], stats).status();
+      if (st.code() == Code::kFailedPrecondition) {
+        refusal = st.message();
+        st = Status::Ok();
+      }
     }
   }
   if (!st.ok()) return Classify(st);
   DataDirCheck c;
+  c.detail = refusal;
   c.state = DataDirState::kEtcdFormat;
   c.revision = rev;
   c.unapplied_entries = etcd->ReplayedEntries();

@@ -90,7 +90,8 @@ const char* DataDirStateName(DataDirState s);
 
 struct DataDirCheck {
   DataDirState state = DataDirState::kUnknown;
-  std::string detail;    // what is wrong, for logs; empty when valid
+  std::string detail;    // what is wrong, for logs; empty when valid (kEtcdFormat: what the
+                         // takeover will refuse, if anything)
   int64_t revision = 0;  // the store's current revision (valid states only)
   // Committed Raft log entries not yet applied to the store: applying them at start can raise
   // the revision by at most this many (the sidecar's revision check against the backup).
@@ -101,7 +102,8 @@ struct DataDirCheck {
 // and its revision is read, its WAL and newest .snap file read with their checksums, and the
 // WAL holds every entry after the backend's consistent index; full: also every entry translates
 // (TakeOverEtcdDataDir). Its revision is the backend's; unapplied_entries, the WAL's entries
-// after the consistent index.
+// after the consistent index. A directory the takeover will refuse (etcd's auth in use) is still
+// kEtcdFormat, with the reason in detail: it is etcd's valid data, never to be replaced.
 // sanity (full = false): the directory structure, that the store opens and reads its revision,
 // the Raft log against the applied index; it reads no key, so its cost does not grow with the data.
 // full: also every checksum of the store (all RocksDB files: state and Raft log) and the
