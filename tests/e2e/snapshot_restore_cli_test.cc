@@ -148,8 +148,7 @@ TEST(SnapshotRestoreCliTest, MistakesGetEtcdctlsExitCodesAndWords) {
   // leaves a partial one, which the case above met).
   CmdResult bad = RunWrapper({"snapshot", "restore", snap, "--data-dir", dir.File("mine")});
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_TRUE(Contains(bad.err, "\"" + snap + "\" is neither an etcd snapshot"))
-      << bad.Describe();
+  EXPECT_TRUE(Contains(bad.err, "\"" + snap + "\" is neither an etcd snapshot")) << bad.Describe();
   EXPECT_FALSE(std::filesystem::exists(dir.File("mine")));
   EXPECT_FALSE(std::filesystem::exists(dir.File("mine.restoring")));
   // --wal-dir has no meaning for our store: refused by name.
