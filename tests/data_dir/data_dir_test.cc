@@ -184,7 +184,7 @@ class DataDirTest : public ::testing::Test {
 
   // Writes the running member's state to `path` through its snapshot API.
   void SaveSnapshot(const std::string& path) {
-    auto snap = Await<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>>(
+    auto snap = Await<std::pair<std::shared_ptr<mvcc::SnapshotFileStream>, uint64_t>>(
         [&](auto cb) { server_->OpenSnapshot(cb); });
     ASSERT_TRUE(snap.ok()) << snap.status().ToString();
     std::ofstream out(path, std::ios::binary);
