@@ -111,10 +111,12 @@ Outcome BigData(Target& target, const BenchOptions& opts) {
           target, keys, [](uint64_t i) { return KeyName("/big/", i); }, value, 4, &error)) {
     return Outcome{.error = error};
   }
+  const bool peak_reset = ResetPeakRss(target.pids());
   auto t0 = Clock::now();
   double bytes = SaveSnapshot(target, &error);
   if (bytes < 0) return Outcome{.error = error};
   double snap_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double snap_peak = PeakRssBytes(target.pids());
   double cold = ColdStartSeconds(target, KeyName("/big/", keys - 1), &error);
   if (cold < 0) return Outcome{.error = error};
   Outcome out;
@@ -123,6 +125,8 @@ Outcome BigData(Target& target, const BenchOptions& opts) {
   out.scalars = {
       {"snapshot save (" + size + " of values)", "MiB/s", bytes / kMiB / snap_seconds, true},
       {"snapshot size", "MiB", bytes / kMiB, false},
+      {peak_reset ? "peak RSS while saving the snapshot" : "peak RSS (load and snapshot)", "MiB",
+       snap_peak / kMiB, false},
       {"cold start to first read (" + size + ")", "s", cold, false},
       {"RSS after the cold start's read", "MiB", RssBytes(target.pids()) / kMiB, false},
   };
