@@ -183,10 +183,12 @@ Outcome BigData(Target& target, const BenchOptions& opts) {
     return Outcome{.error = error};
   }
   const std::string snap = target.member(0).dir() + "/bench-snapshot.db";
+  const bool peak_reset = ResetPeakRss(target.pids());
   auto t0 = Clock::now();
   double bytes = SaveSnapshot(target, snap, &error);
   if (bytes < 0) return Outcome{.error = error};
   double snap_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double snap_peak = PeakRssBytes(target.pids());
   Measured restore = RestoreSnapshot(target, snap, &error);
   std::filesystem::remove(snap);
   if (restore.seconds < 0) return Outcome{.error = error};
@@ -198,6 +200,8 @@ Outcome BigData(Target& target, const BenchOptions& opts) {
   out.scalars = {
       {"snapshot save (" + size + " of values)", "MiB/s", bytes / kMiB / snap_seconds, true},
       {"snapshot size", "MiB", bytes / kMiB, false},
+      {peak_reset ? "peak RSS while saving the snapshot" : "peak RSS (load and snapshot)", "MiB",
+       snap_peak / kMiB, false},
       {"snapshot restore into a new data directory", "MiB/s", bytes / kMiB / restore.seconds, true},
       {"peak RSS of the snapshot restore", "MiB", restore.peak_rss_bytes / kMiB, false},
       {"cold start to first read (" + size + ")", "s", cold, false},
