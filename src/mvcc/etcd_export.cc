@@ -413,8 +413,7 @@ Status AppendSha256Trailer(const std::string& path) {
   if (st.ok()) {
     const auto digest = sha.Final();
     // The file offset is at its end: the digest follows the database.
-    if (write(fd, digest.data(), digest.size()) != static_cast<ssize_t>(digest.size()) ||
-        fsync(fd) != 0) {
+    if (write(fd, digest.data(), digest.size()) != static_cast<ssize_t>(digest.size())) {
       st = Errno("writing the SHA-256 of snapshot file \"" + path + "\"");
     }
   }

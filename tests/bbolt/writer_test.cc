@@ -128,6 +128,29 @@ TEST_F(BoltWriterTest, ValuesBiggerThanAPageGoToOverflowPages) {
   ExpectReadsBack(path, b);
 }
 
+// Values of 8 KiB (etcd's keys written with big values) share runs of pages: the file is
+// within 10% of the data, where one leaf per value would take 3 pages for each 2 pages of data.
+TEST_F(BoltWriterTest, BigValuesSharePagesAndSmallEntriesKeepOnePageLeaves) {
+  Buckets b;
+  size_t data = 0;
+  for (int i = 0; i < 700; ++i) {
+    std::string v(8192, static_cast<char>('a' + i % 26));
+    b["big"][WBe64(i)] = v;
+    data += 8 + v.size();
+  }
+  for (int i = 0; i < 3000; ++i) b["small"][WBe64(i)] = "value-" + std::to_string(i);
+  // A small entry after a big one starts a new leaf; a big one after small ones too.
+  b["mixed"]["a"] = "small";
+  b["mixed"]["b"] = std::string(9000, 'm');
+  b["mixed"]["c"] = "small again";
+  const std::string path = Path("packed.db");
+  const WriterStats stats = Write(path, b);
+  ExpectReadsBack(path, b);
+  const size_t small_pages = 3000 * (16 + 8 + 10) / kWPage + 10;  // one-page leaves, branches
+  EXPECT_LT(stats.pages * kWPage, (data + small_pages * kWPage) * 11 / 10)
+      << stats.pages << " pages for " << data << " bytes of 8 KiB values";
+}
+
 TEST_F(BoltWriterTest, EmptyBucketsAndAnEmptyFileReadBack) {
   Buckets b{{"alarm", {}}, {"auth", {{"authRevision", WBe64(1)}}}, {"authRoles", {}}};
   ExpectReadsBack(Path("empty-buckets.db"), (Write(Path("empty-buckets.db"), b), b));

@@ -5,7 +5,8 @@
 // entries in strictly increasing key order; nested buckets are not written. Memory is bounded
 // by the tree's height, not its size: leaf pages go to the file as they fill, and each branch
 // level keeps one open page, written when full, so the tree is built bottom-up as the entries
-// arrive. An entry too big for one page gets a page with overflow pages (bbolt's own layout).
+// arrive. An entry too big for one page gets a page with overflow pages (bbolt's own layout),
+// and the following entries join it up to 64 KiB, so big values share runs of pages.
 //
 // The file written, page size 4096:
 //   page 0, 1   meta pages, written last (pwrite at the start of the file), transaction ids 1
@@ -59,8 +60,10 @@ class BoltWriter {
   Status BeginBucket(std::string_view name);
   // Adds an entry to the open bucket; `key` must sort after the bucket's previous key.
   Status Put(std::string_view key, std::string_view value);
-  // Ends the open bucket, writes the root bucket, the freelist and both meta pages, and syncs
-  // the file. Returns the statistics; the file then holds exactly stats.pages pages.
+  // Ends the open bucket, writes the root bucket, the freelist and both meta pages, and closes
+  // the file without syncing it (a caller that keeps the file syncs it; Maintenance.Snapshot's
+  // file is streamed and deleted). Returns the statistics; the file then holds exactly
+  // stats.pages pages.
   Result<WriterStats> Finish();
 
   class Impl;

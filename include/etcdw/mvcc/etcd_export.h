@@ -80,7 +80,8 @@ Result<EtcdExportSummary> ExportEtcdBackend(const storage::Engine& engine,
                                             const EtcdExportOptions& options);
 
 // Appends the SHA-256 of the file's contents to it: the trailer etcd's Maintenance.Snapshot
-// sends after the database and `etcdctl snapshot restore` checks (size % 512 == 32).
+// sends after the database and `etcdctl snapshot restore` checks (size % 512 == 32). The file is
+// not synced (it is streamed, then deleted).
 Status AppendSha256Trailer(const std::string& path);
 
 // A finished file read front to back by one reader, as Maintenance.Snapshot streams it. The
