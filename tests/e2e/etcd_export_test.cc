@@ -5,7 +5,7 @@
 // snapshot status` reads it, `etcdctl snapshot restore` makes an etcd 3.4 data directory of it,
 // and a real etcd 3.4 started there answers as we do: every key at the current revision and at
 // past revisions down to the compaction, the compaction's error below it, the leases with their
-// granted TTLs and keys, and the next write's revision.
+// granted TTLs and keys, and the next write's revision. And the round trip etcd -> us -> etcd.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -229,6 +229,78 @@ TEST_F(EtcdExportTest, EtcdRestoresOurSnapshotAndServesTheSameHistory) {
   ASSERT_TRUE(etcd_.client().Get("after", &got_after).ok());
   ASSERT_EQ(got_after.kvs_size(), 1);
   EXPECT_EQ(got_after.kvs(0).value(), "x");
+}
+
+// The round trip: etcd 3.4 writes a history, `etcd-wrapper snapshot restore` takes its
+// snapshot in, our member serves it, `etcdctl snapshot save` takes it out again, and a second
+// etcd restored from that serves what the first one served: every key at the current revision
+// and at every revision down to the compaction, the leases, and the revisions after it.
+TEST(EtcdRoundTripTest, EtcdToUsToEtcdKeepsEveryRevision) {
+  Member first(Member::Kind::kEtcd, "first");
+  Member ours(Member::Kind::kEtcdWrapper, "ours");
+  Member back(Member::Kind::kEtcd, "back");
+  ASSERT_TRUE(first.Start()) << first.log();
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_id(0x5005);
+  g.set_ttl(900);
+  etcdserverpb::LeaseGrantResponse gr;
+  ASSERT_TRUE(first.client().lease->LeaseGrant(Ctx().get(), g, &gr).ok());
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_TRUE(first.client()
+                    .Put(ExportKey(i), std::string(i * 37 % 9000, 'v'), i % 7 == 0 ? 0x5005 : 0)
+                    .ok());
+  }
+  for (int i = 0; i < 150; ++i) ASSERT_TRUE(first.client().Put(ExportKey(i), "again").ok());
+  CmdResult del = Etcdctl(first, {"del", "key/02", "--prefix"});
+  ASSERT_EQ(del.rc, 0) << del.Describe();
+  etcdserverpb::RangeResponse r;
+  ASSERT_TRUE(first.client().Get("none", &r).ok());
+  const int64_t compacted = r.header().revision() - 20;
+  ASSERT_EQ(Etcdctl(first, {"compact", std::to_string(compacted), "--physical"}).rc, 0);
+  for (int i = 300; i < 330; ++i) ASSERT_TRUE(first.client().Put(ExportKey(i), "late").ok());
+  ASSERT_TRUE(first.client().Get("none", &r).ok());
+  const int64_t last = r.header().revision();
+
+  const std::string in = first.dir() + "/in.db";
+  ASSERT_EQ(Etcdctl(first, {"snapshot", "save", in}).rc, 0);
+  CmdResult imported = RunWrapper({"snapshot", "restore", in, "--data-dir", ours.data_dir(),
+                                   "--name", "ours", "--initial-cluster", "ours=" + ours.peer_url(),
+                                   "--initial-advertise-peer-urls", ours.peer_url()});
+  ASSERT_EQ(imported.rc, 0) << imported.Describe();
+  ASSERT_TRUE(ours.Start()) << ours.log();
+  const std::string out = ours.dir() + "/out.db";
+  ASSERT_EQ(Etcdctl(ours, {"snapshot", "save", out}).rc, 0);
+  std::filesystem::remove_all(back.data_dir());
+  CmdResult restored =
+      Etcdctl(ours, {"snapshot", "restore", out, "--data-dir", back.data_dir(), "--name", "back",
+                     "--initial-cluster", "back=" + back.peer_url(),
+                     "--initial-advertise-peer-urls", back.peer_url()});
+  ASSERT_EQ(restored.rc, 0) << restored.Describe();
+  ASSERT_TRUE(back.Start()) << back.log();
+
+  for (int64_t rev = compacted; rev <= last; ++rev) {
+    SCOPED_TRACE("revision " + std::to_string(rev));
+    int64_t first_rev = 0, back_rev = 0;
+    const std::vector<std::string> want = Everything(first, rev, &first_rev);
+    const std::vector<std::string> got = Everything(back, rev, &back_rev);
+    ASSERT_EQ(back_rev, first_rev);
+    ASSERT_TRUE(got == want) << "back " << got.size() << " keys, first " << want.size();
+  }
+  CmdResult below = Etcdctl(back, {"get", ExportKey(1), "--rev=" + std::to_string(compacted - 1)});
+  EXPECT_NE(below.err.find("required revision has been compacted"), std::string::npos)
+      << below.Describe();
+  CmdResult ttl = Etcdctl(back, {"lease", "timetolive", "5005", "--keys", "-w", "json"});
+  ASSERT_EQ(ttl.rc, 0) << ttl.Describe();
+  nlohmann::json tj = ParseJson(ttl.out);
+  EXPECT_EQ(tj["granted-ttl"].get<int64_t>(), 900);
+  EXPECT_GT(tj.value("keys", nlohmann::json::array()).size(), 5u) << ttl.out;
+  EXPECT_EQ(tj.value("keys", nlohmann::json::array()).size(),
+            ParseJson(Etcdctl(first, {"lease", "timetolive", "5005", "--keys", "-w", "json"}).out)
+                .value("keys", nlohmann::json::array())
+                .size());
+  etcdserverpb::PutResponse next;
+  ASSERT_TRUE(back.client().Put("after", "x", 0, &next).ok());
+  EXPECT_EQ(next.header().revision(), last + 1);
 }
 
 }  // namespace
