@@ -117,10 +117,9 @@ void EtcdServer::OpenSnapshot(
     if (exports_running_.fetch_add(1) == 0) RemoveExportLeftovers(dir);
     const auto started = std::chrono::steady_clock::now();
     auto summary = mvcc::ExportEtcdBackend(*engine_, *snap, path, opts);
-    Status st = summary.ok() ? mvcc::AppendSha256Trailer(path) : summary.status();
     Result<std::unique_ptr<mvcc::SnapshotFileStream>> stream =
-        st.ok() ? mvcc::SnapshotFileStream::OpenAndUnlink(path)
-                : Result<std::unique_ptr<mvcc::SnapshotFileStream>>(st);
+        summary.ok() ? mvcc::SnapshotFileStream::OpenAndUnlink(path)
+                     : Result<std::unique_ptr<mvcc::SnapshotFileStream>>(summary.status());
     exports_running_.fetch_sub(1);
     if (!stream.ok()) {
       std::error_code ec;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <queue>
+#include <utility>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcd/mvccpb/kv.pb.h"
@@ -16,6 +17,7 @@
 #include "etcdw/common/hash.h"
 #include "etcdw/common/varint.h"
 #include "etcdw/internal.pb.h"
+#include "etcdw/mvcc/lease_table.h"
 #include "etcdw/mvcc/revision.h"
 #include "etcdw/storage/meta_records.h"
 #include "etcdw/storage/versioned_key.h"
@@ -435,12 +437,20 @@ Result<std::unique_ptr<SnapshotFileStream>> SnapshotFileStream::OpenAndUnlink(
       new SnapshotFileStream(fd, static_cast<uint64_t>(st.st_size), path));
 }
 
+uint64_t SnapshotFileStream::size() const { return file_size_ + kSha256Bytes; }
+
 SnapshotFileStream::~SnapshotFileStream() { close(fd_); }
 
 Result<bool> SnapshotFileStream::Next(std::string& out, size_t max_bytes) {
-  if (read_ >= size_) return false;
+  if (read_ >= file_size_) {
+    if (trailer_done_) return false;
+    const auto digest = sha_.Final();
+    out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+    trailer_done_ = true;
+    return true;
+  }
   const size_t want =
-      static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(max_bytes, 1), size_ - read_));
+      static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(max_bytes, 1), file_size_ - read_));
   const size_t at = out.size();
   out.resize(at + want);
   size_t done = 0;
@@ -455,6 +465,7 @@ Result<bool> SnapshotFileStream::Next(std::string& out, size_t max_bytes) {
     }
     done += static_cast<size_t>(n);
   }
+  sha_.Update(std::string_view(out.data() + at, want));
   read_ += want;
   return true;
 }

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "etcdw/common/hash.h"
 #include "etcdw/common/status.h"
 #include "etcdw/storage/engine.h"
 
@@ -84,8 +85,11 @@ Result<EtcdExportSummary> ExportEtcdBackend(const storage::Engine& engine,
 // not synced (it is streamed, then deleted).
 Status AppendSha256Trailer(const std::string& path);
 
-// A finished file read front to back by one reader, as Maintenance.Snapshot streams it. The
-// file is unlinked as soon as it is open: it disappears with the reader, whatever happens.
+// A finished database file read front to back by one reader, as Maintenance.Snapshot streams
+// it: the file's bytes, then their SHA-256 (computed while they are read, as etcd computes it
+// while sending), so the stream is what `etcdctl snapshot restore` checks (size % 512 == 32
+// when the file is page-sized). The file is unlinked as soon as it is open: it disappears with
+// the reader, whatever happens.
 class SnapshotFileStream {
  public:
   static Result<std::unique_ptr<SnapshotFileStream>> OpenAndUnlink(const std::string& path);
@@ -93,17 +97,22 @@ class SnapshotFileStream {
   SnapshotFileStream(const SnapshotFileStream&) = delete;
   SnapshotFileStream& operator=(const SnapshotFileStream&) = delete;
 
-  uint64_t size() const { return size_; }
-  // Appends up to `max_bytes` (at least 1) of the file to `out`. False once everything was read.
+  // The stream's length: the file's size plus the 32-byte digest.
+  uint64_t size() const;
+  // Appends up to `max_bytes` (at least 1) of the file to `out`, or the digest once the file is
+  // read (in one call, whatever `max_bytes`). False once everything was read.
   Result<bool> Next(std::string& out, size_t max_bytes);
 
  private:
-  SnapshotFileStream(int fd, uint64_t size, std::string path)
-      : fd_(fd), size_(size), path_(std::move(path)) {}
+  static constexpr uint64_t kSha256Bytes = 32;
+  SnapshotFileStream(int fd, uint64_t file_size, std::string path)
+      : fd_(fd), file_size_(file_size), path_(std::move(path)) {}
   int fd_;
-  uint64_t size_;
+  uint64_t file_size_;
   uint64_t read_ = 0;
+  bool trailer_done_ = false;
   std::string path_;
+  common::Sha256 sha_;
 };
 
 }  // namespace etcdw::mvcc
