@@ -25,7 +25,7 @@ class SnapshotSender : public std::enable_shared_from_this<SnapshotSender> {
   explicit SnapshotSender(std::shared_ptr<StreamSink> sink) : sink_(std::move(sink)) {}
 
   // Runs on whichever thread opened the snapshot, then on the connection's loop.
-  void Start(std::shared_ptr<mvcc::SnapshotWriter> writer, uint64_t total) {
+  void Start(std::shared_ptr<mvcc::SnapshotFileStream> writer, uint64_t total) {
     writer_ = std::move(writer);
     if (total < kShaSize) return sink_->Finish(Status(Code::kInternal, "snapshot is too short"));
     data_total_ = total - kShaSize;
@@ -70,7 +70,7 @@ class SnapshotSender : public std::enable_shared_from_this<SnapshotSender> {
   }
 
   std::shared_ptr<StreamSink> sink_;
-  std::shared_ptr<mvcc::SnapshotWriter> writer_;
+  std::shared_ptr<mvcc::SnapshotFileStream> writer_;
   uint64_t data_total_ = 0;  // bytes before the SHA-256 trailer
   uint64_t sent_ = 0;
   std::string pending_;  // produced by the writer, not sent yet
@@ -91,7 +91,7 @@ class SnapshotCall final : public StreamCall {
     auto sender = std::make_shared<SnapshotSender>(sink_);
     s_.OpenSnapshot(
         [sender, sink = sink_](
-            Result<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> r) mutable {
+            Result<std::pair<std::shared_ptr<mvcc::SnapshotFileStream>, uint64_t>> r) mutable {
           if (!r.ok()) return sink->Finish(r.status());
           sender->Start(std::move(r->first), r->second);
         });

@@ -1,6 +1,8 @@
 // etcd-wrapper: runs an embedded etcd v3-compatible member.
 //
 //   etcd-wrapper --config FILE [flags]   run a member from an etcd YAML config file
+//   etcd-wrapper snapshot restore FILE [flags]
+//                                        restore a snapshot into a new data directory
 //   etcd-wrapper --help | --version
 //
 // Exit codes: 0 after a graceful stop, 1 on a configuration or start-up error or an
@@ -28,6 +30,7 @@
 #include "etcdw/wrapper/app.h"
 #include "etcdw/wrapper/options.h"
 #include "grpc_log.h"
+#include "snapshot_command.h"
 
 namespace {
 
@@ -45,6 +48,10 @@ Usage:
   etcd-wrapper --config FILE [--log-level LEVEL] [--etcd-wrapper-port PORT]
                [--exit-code-file PATH]
                                     run the store from a local etcd config file
+  etcd-wrapper snapshot restore <filename> [options]
+                                    restore a snapshot (etcd's or ours) into a new data
+                                    directory, as `etcdctl snapshot restore` does
+                                    (etcd-wrapper snapshot -h)
   etcd-wrapper --help
   etcd-wrapper --version
 
@@ -131,6 +138,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "start-etcd") {
     return StartEtcd(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
+  if (!args.empty() && args[0] == "snapshot") {
+    return etcdw::cmd::RunSnapshotCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   }
 
   etcdw::common::FlagSet flags("etcd-wrapper");

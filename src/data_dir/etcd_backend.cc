@@ -113,21 +113,46 @@ Status ReadMeta(const bbolt::BoltDb& db, EtcdBackendSummary& s) {
   return Status::Ok();
 }
 
-// The old cluster's records: counted for the log, never imported.
-Status ReadCluster(const bbolt::BoltDb& db, EtcdBackendSummary& s) {
-  ETCDW_ASSIGN_OR_RETURN(bool has_members, db.HasBucket({"members"}));
-  if (has_members) {
-    ETCDW_RETURN_IF_ERROR(db.ForEach({"members"}, [&](std::string_view, std::string_view, bool) {
-      ++s.members;
+// Counts the entries of the bucket at `name`, if it exists.
+Result<uint64_t> CountEntries(const bbolt::BoltDb& db, const std::string& name) {
+  ETCDW_ASSIGN_OR_RETURN(bool exists, db.HasBucket({name}));
+  uint64_t n = 0;
+  if (exists) {
+    ETCDW_RETURN_IF_ERROR(db.ForEach({name}, [&](std::string_view, std::string_view, bool) {
+      ++n;
       return Status::Ok();
     }));
   }
+  return n;
+}
+
+// The old cluster's records: counted for the log, never imported.
+Status ReadCluster(const bbolt::BoltDb& db, EtcdBackendSummary& s) {
+  ETCDW_ASSIGN_OR_RETURN(s.members, CountEntries(db, "members"));
   ETCDW_ASSIGN_OR_RETURN(bool has_cluster, db.HasBucket({"cluster"}));
   if (has_cluster) {
     ETCDW_ASSIGN_OR_RETURN(std::optional<std::string> v, db.Get({"cluster"}, "clusterVersion"));
     s.cluster_version = v.value_or("");
   }
   return Status::Ok();
+}
+
+// etcd's auth state: `auth` authEnabled -> one byte, 1 when enabled; authUsers and authRoles
+// hold one record per user and role. Our store has no authentication yet, so a backend with
+// authentication enabled is refused: imported, its data would be served to every client.
+Status CheckAuth(const bbolt::BoltDb& db) {
+  ETCDW_ASSIGN_OR_RETURN(bool has_auth, db.HasBucket({"auth"}));
+  if (!has_auth) return Status::Ok();
+  ETCDW_ASSIGN_OR_RETURN(std::optional<std::string> enabled, db.Get({"auth"}, "authEnabled"));
+  if (!enabled || *enabled != std::string(1, '\x01')) return Status::Ok();
+  ETCDW_ASSIGN_OR_RETURN(uint64_t users, CountEntries(db, "authUsers"));
+  ETCDW_ASSIGN_OR_RETURN(uint64_t roles, CountEntries(db, "authRoles"));
+  return FailedPrecondition(
+      "etcd's data has authentication enabled (" + std::to_string(users) + " users, " +
+      std::to_string(roles) +
+      " roles); etcd-wrapper does not implement authentication yet, and would serve this data "
+      "to every client without it: disable authentication in etcd (etcdctl auth disable) and "
+      "take the snapshot again");
 }
 
 Status ImportLeases(const bbolt::BoltDb& db, mvcc::StateImporter& importer) {
@@ -213,6 +238,7 @@ Result<EtcdBackendSummary> ImportEtcdBackend(const bbolt::BoltDb& db, storage::E
   EtcdBackendSummary s;
   ETCDW_RETURN_IF_ERROR(ReadMeta(db, s));
   ETCDW_RETURN_IF_ERROR(ReadCluster(db, s));
+  ETCDW_RETURN_IF_ERROR(CheckAuth(db));
   mvcc::StateImporter importer(engine, {s.scheduled_compact_rev, s.finished_compact_rev});
   ETCDW_RETURN_IF_ERROR(ImportLeases(db, importer));
   ETCDW_RETURN_IF_ERROR(ImportKeys(db, importer));

@@ -11,7 +11,8 @@
 //   lease    <be64 ID> -> leasepb.Lease {int64 ID = 1; int64 TTL = 2; int64 RemainingTTL = 3}
 //   members, members_removed, alarm, cluster (clusterVersion): the old cluster's, counted and
 //            reported, never imported (a restore makes a new cluster)
-//   auth, authUsers, authRoles: not imported (our store has no auth state yet)
+//   auth, authUsers, authRoles: not imported (our store has no auth state yet); a backend whose
+//            auth bucket says authEnabled (one byte, 1) is refused (FailedPrecondition)
 // Errors name the bucket and the record's key (hex), and are DataLoss: the file is not what an
 // etcd backend holds.
 #pragma once

@@ -172,6 +172,21 @@ class TrailerIgnoringBuf final : public std::streambuf {
   std::vector<char> buf_ = std::vector<char>(size_t{1} << 16);
 };
 
+// A file that is not etcd's (bbolt) must start with our format's magic; anything else is named
+// as neither, rather than reported as a damaged snapshot of ours.
+Status CheckOurSnapshotHeader(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("snapshot file \"" + path + "\" cannot be read");
+  std::string head(sizeof(mvcc::kSnapshotMagic) - 1, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (in.gcount() != static_cast<std::streamsize>(head.size()) || head != mvcc::kSnapshotMagic) {
+    return DataLoss("snapshot file \"" + path +
+                    "\" is neither an etcd snapshot (a bbolt database) nor an etcd-wrapper "
+                    "snapshot: it starts with neither format's header");
+  }
+  return Status::Ok();
+}
+
 Status RewriteMeta(storage::Engine& engine, const cluster::RestoredIdentity& id) {
   storage::Batch batch(engine);
   auto it = engine.NewIterator(storage::Column::kMeta);
@@ -240,7 +255,7 @@ Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir_i
 
   struct stat st;
   if (::lstat(dir.c_str(), &st) == 0) {
-    return Status(Code::kAlreadyExists, "data directory \"" + dir + "\" already exists");
+    return Status(Code::kAlreadyExists, "data-dir \"" + dir + "\" exists");  // etcdutl's words
   }
   if (errno != ENOENT) return Unavailable("\"" + dir + "\": " + std::strerror(errno));
   // Fails early, before anything is written, on a damaged file.
@@ -249,8 +264,9 @@ Status RestoreDataDir(const std::string& snapshot_path, const std::string& dir_i
   if (etcd_format) {
     ETCDW_ASSIGN_OR_RETURN(etcd_db_length,
                            internal::EtcdSnapshotDbLength(snapshot_path, skip_hash_check));
-  } else if (!skip_hash_check) {
-    ETCDW_RETURN_IF_ERROR(mvcc::VerifySnapshotFile(snapshot_path));
+  } else {
+    ETCDW_RETURN_IF_ERROR(CheckOurSnapshotHeader(snapshot_path));
+    if (!skip_hash_check) ETCDW_RETURN_IF_ERROR(mvcc::VerifySnapshotFile(snapshot_path));
   }
 
   const std::string tmp = dir + ".restoring";

@@ -1,5 +1,8 @@
 // EtcdServer's Maintenance API (etcd_server.h): alarms, status, defragmentation, hashes and
 // snapshots. The slow ones run on the task threads, off the caller's.
+#include <chrono>
+#include <filesystem>
+
 #include "etcdw/common/logging.h"
 #include "etcdw/common/version.h"
 #include "etcdw/member/etcd_server.h"
@@ -73,13 +76,66 @@ void EtcdServer::HashKV(const etcdserverpb::HashKVRequest& r,
   });
 }
 
+namespace {
+
+constexpr char kExportPrefix[] = "snapshot-export-";
+constexpr char kExportSuffix[] = ".tmp";
+
+// Removes the export files a crashed process left in `dir` (the caller knows none is in use).
+void RemoveExportLeftovers(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kExportPrefix, 0) != 0 || name.find(kExportSuffix) == std::string::npos) {
+      continue;
+    }
+    std::error_code rm;
+    std::filesystem::remove(entry.path(), rm);
+    log::Warn("removed a snapshot export left behind", {log::F("file", entry.path().string())});
+  }
+}
+
+}  // namespace
+
 void EtcdServer::OpenSnapshot(
-    Reply<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> reply) {
-  auto writer = std::make_shared<mvcc::SnapshotWriter>(*engine_);
-  tasks_->Submit([writer, reply] {
-    auto size = writer->TotalSize();
-    if (!size.ok()) return reply(size.status());
-    reply(std::make_pair(writer, size.value()));
+    Reply<std::pair<std::shared_ptr<mvcc::SnapshotFileStream>, uint64_t>> reply) {
+  // The state is pinned now; the members and alarms are read alongside (an etcd restore replaces
+  // the membership anyway, and both are informative only).
+  std::shared_ptr<storage::Snapshot> snap = engine_->GetSnapshot();
+  mvcc::EtcdExportOptions opts;
+  for (const auto& m : membership_.List()) {
+    opts.members.push_back({m.id, m.name, m.peer_urls, m.client_urls, m.is_learner});
+  }
+  for (const auto& a : alarms_->Get(etcdserverpb::NONE)) {
+    opts.alarms.push_back({a.memberid(), static_cast<int>(a.alarm())});
+  }
+  opts.cluster_version = std::string(kEtcdApiVersion) + ".0";
+  const std::string dir = cfg_.data_dir + "/member";
+  const std::string path =
+      dir + "/" + kExportPrefix + std::to_string(next_export_.fetch_add(1)) + kExportSuffix;
+  tasks_->Submit([this, snap, opts = std::move(opts), dir, path, reply] {
+    if (exports_running_.fetch_add(1) == 0) RemoveExportLeftovers(dir);
+    const auto started = std::chrono::steady_clock::now();
+    auto summary = mvcc::ExportEtcdBackend(*engine_, *snap, path, opts);
+    Result<std::unique_ptr<mvcc::SnapshotFileStream>> stream =
+        summary.ok() ? mvcc::SnapshotFileStream::OpenAndUnlink(path)
+                     : Result<std::unique_ptr<mvcc::SnapshotFileStream>>(summary.status());
+    exports_running_.fetch_sub(1);
+    if (!stream.ok()) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      log::Error("snapshot export failed", {log::F("error", stream.status().ToString())});
+      return reply(stream.status());
+    }
+    const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - started)
+                           .count();
+    log::Info("snapshot exported as etcd's backend",
+              {log::F("revision", summary->revision), log::F("changes", summary->changes),
+               log::F("leases", summary->leases), log::F("bytes", (*stream)->size()),
+               log::F("took-ms", ms)});
+    const uint64_t size = (*stream)->size();
+    reply(std::make_pair(std::shared_ptr<mvcc::SnapshotFileStream>(std::move(*stream)), size));
   });
 }
 

@@ -238,7 +238,12 @@ size_t Batch::Count() const { return Raw()->Count(); }
 size_t Batch::DataSize() const { return Raw()->GetDataSize(); }
 void Batch::Clear() {
   indexed_.reset();
-  plain_ = std::make_unique<rocksdb::WriteBatch>();
+  // A plain batch keeps its buffer: bulk writers (the importer) refill it batch after batch.
+  if (plain_) {
+    plain_->Clear();
+  } else {
+    plain_ = std::make_unique<rocksdb::WriteBatch>();
+  }
 }
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const EngineOptions& o) {
@@ -324,6 +329,12 @@ Engine::~Engine() {
 Status Engine::Write(Batch& batch, bool sync) {
   rocksdb::WriteOptions wo;
   wo.sync = sync;
+  return FromRocks(db_->Write(wo, batch.Raw()), "write");
+}
+
+Status Engine::WriteUnlogged(Batch& batch) {
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
   return FromRocks(db_->Write(wo, batch.Raw()), "write");
 }
 

@@ -18,6 +18,7 @@
 #include "etcdw/common/clock.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/member/etcd_server.h"
+#include "etcdw/mvcc/etcd_export.h"
 #include "etcdw/mvcc/kv_store.h"
 #include "etcdw/mvcc/lease_table.h"
 #include "etcdw/mvcc/revision.h"
@@ -184,7 +185,7 @@ class DataDirTest : public ::testing::Test {
 
   // Writes the running member's state to `path` through its snapshot API.
   void SaveSnapshot(const std::string& path) {
-    auto snap = Await<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>>(
+    auto snap = Await<std::pair<std::shared_ptr<mvcc::SnapshotFileStream>, uint64_t>>(
         [&](auto cb) { server_->OpenSnapshot(cb); });
     ASSERT_TRUE(snap.ok()) << snap.status().ToString();
     std::ofstream out(path, std::ios::binary);
@@ -289,6 +290,101 @@ TEST_F(DataDirTest, RestoredMemberServesTheSnapshotsStateAsANewCluster) {
   EXPECT_EQ(server_->member_id(), id);
   EXPECT_EQ(server_->kv().Rev(), rev + 1);
   EXPECT_EQ(server_->MemberList().members_size(), 1);
+}
+
+// The export (mvcc/etcd_export.h) with a sort memory so small that the versions below the
+// compaction are sorted in many spilled runs, restored by RestoreDataDir: the same store, every
+// key at every revision from the compaction on, the leases and their keys, the revisions.
+TEST_F(DataDirTest, EtcdExportWithSpilledSortRunsRestoresEveryRevision) {
+  Start(src_);
+  std::mt19937 rng(5);
+  GrantLease(91);
+  for (int i = 0; i < 300; ++i) {
+    Put("k/" + std::to_string(rng() % 200), std::string(1 + rng() % 300, 'a' + i % 26),
+        i % 17 == 0 ? 91 : 0);
+    if (i % 23 == 0) {  // a transaction: several changes in one revision
+      etcdserverpb::TxnRequest t;
+      for (int j = 0; j < 3; ++j) {
+        auto* put = t.add_success()->mutable_request_put();
+        put->set_key("t/" + std::to_string(i) + "/" + std::to_string(j));
+        put->set_value(std::string(5000 * j, 'x'));
+      }
+      ASSERT_TRUE(Await<etcdserverpb::TxnResponse>([&](auto cb) { server_->Txn(t, cb); }).ok());
+    }
+  }
+  Delete("t/0/1");
+  const int64_t compacted = Put("k/mid", "m");
+  Compact(compacted);
+  for (int i = 0; i < 50; ++i) Put("k/" + std::to_string(rng() % 200), "after");
+  Delete("k/mid");
+  const int64_t last = server_->kv().Rev();
+  std::vector<std::vector<std::string>> want;
+  for (int64_t rev = compacted; rev <= last; ++rev) {
+    auto r = RangeAll(rev);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    want.push_back(Serialized(*r));
+  }
+  const std::vector<std::string> leased = LeaseKeys(91);
+  ASSERT_GT(leased.size(), 5u);
+  StopServer();
+
+  {
+    auto engine = storage::Engine::Open(src_ + "/member/store", {});
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    auto pinned = (*engine)->GetSnapshot();
+    mvcc::EtcdExportOptions opts;
+    opts.sort_memory = 2048;
+    opts.members = {{0x1234, "old", {"http://127.0.0.1:1"}, {}, false}};
+    opts.cluster_version = "3.5.0";
+    auto summary = mvcc::ExportEtcdBackend(**engine, *pinned, snap_, opts);
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_EQ(summary->revision, last);
+    EXPECT_EQ(summary->compact_revision, compacted);
+    EXPECT_GE(summary->sort_runs, 3u);
+    EXPECT_GT(summary->compacted_changes, 150u);
+    EXPECT_EQ(summary->leases, 1u);
+    EXPECT_EQ(fs::file_size(snap_), summary->db_bytes);
+    ASSERT_TRUE(mvcc::AppendSha256Trailer(snap_).ok());
+    // The runs are gone; an existing file is not overwritten.
+    for (const auto& e : fs::directory_iterator(root_)) {
+      EXPECT_EQ(e.path().filename().string().find(".sort-"), std::string::npos) << e.path();
+    }
+    auto twice = mvcc::ExportEtcdBackend(**engine, *pinned, snap_, opts);
+    EXPECT_EQ(twice.status().code(), Code::kAlreadyExists);
+    EXPECT_EQ(fs::file_size(snap_) % 512, 32u);
+  }
+  ASSERT_TRUE(RestoreDataDir(snap_, dst_, NewTarget(), false).ok());
+  Start(dst_, kRestoredIdentity);
+  EXPECT_EQ(server_->kv().Rev(), last);
+  EXPECT_EQ(server_->kv().CompactRev(), compacted);
+  for (int64_t rev = compacted; rev <= last; ++rev) {
+    auto r = RangeAll(rev);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Serialized(*r), want[static_cast<size_t>(rev - compacted)]) << "revision " << rev;
+  }
+  EXPECT_FALSE(RangeAll(compacted - 1).ok());
+  EXPECT_EQ(LeaseKeys(91), leased);
+}
+
+// A store whose revision log names a version the Keys column lacks is not exported: DataLoss
+// naming the revision, and no file left behind.
+TEST_F(DataDirTest, EtcdExportRefusesInconsistentRecordsAndLeavesNothing) {
+  Start(src_);
+  ASSERT_EQ(Put("a", "1"), 2);
+  ASSERT_EQ(Put("b", "1"), 3);
+  StopServer();
+  auto engine = storage::Engine::Open(src_ + "/member/store", {});
+  ASSERT_TRUE(engine.ok());
+  storage::Batch b(**engine);
+  b.Delete(Column::kKeys, storage::MakeVersionedKey("b", 3));
+  ASSERT_TRUE((*engine)->Write(b, true).ok());
+  auto pinned = (*engine)->GetSnapshot();
+  auto summary = mvcc::ExportEtcdBackend(**engine, *pinned, snap_, {});
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), Code::kDataLoss);
+  EXPECT_NE(summary.status().message().find("at revision 3"), std::string::npos)
+      << summary.status().ToString();
+  EXPECT_FALSE(fs::exists(snap_));
 }
 
 TEST_F(DataDirTest, RestoredDirectoryStartsOnlyAsTheMemberItWasMadeFor) {

@@ -9,9 +9,11 @@
 
 #include "etcd_backend.h"
 #include "etcdw/bbolt/db.h"
+#include "etcdw/bbolt/writer.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/data_dir/data_dir.h"
 #include "etcdw/member/etcd_server.h"
+#include "etcdw/mvcc/etcd_export.h"
 #include "etcdw/mvcc/kv_store.h"
 #include "etcdw/storage/engine.h"
 #include "support/await.h"
@@ -233,6 +235,84 @@ TEST_F(EtcdRestoreTest, AStartedMemberServesItAsANewCluster) {
   auto r = testsupport::Await<etcdserverpb::PutResponse>([&](auto cb) { s.Put(put, cb); });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->header().revision(), kEtcdFixtureRevision + 1);
+}
+
+// etcd 3.5 and 3.6 keep the same buckets and add records to `meta`: the Raft term beside the
+// consistent index, the confState (JSON) and, in 3.6, the storageVersion. Debian bookworm has
+// no etcd 3.5 or 3.6, so their layout is made here: etcd 3.4's snapshot copied bucket by bucket
+// with those records added (and clusterVersion 3.6.0). It restores to the same state.
+TEST_F(EtcdRestoreTest, TheMetaRecordsOfEtcd35And36AreReadAlike) {
+  auto src = bbolt::BoltDb::Open(snap_, static_cast<int64_t>(bytes_.size()) - kTrailer);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  const std::string newer = root_ + "/etcd36.db";
+  auto w = bbolt::BoltWriter::Create(newer);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  std::vector<std::string> buckets;
+  ASSERT_TRUE((*src)
+                  ->ForEach({},
+                            [&](std::string_view name, std::string_view, bool) {
+                              buckets.emplace_back(name);
+                              return Status::Ok();
+                            })
+                  .ok());
+  ASSERT_GE(buckets.size(), 8u);
+  const std::string term("\0\0\0\0\0\0\0\x07", 8);
+  for (const std::string& name : buckets) {
+    std::map<std::string, std::string> entries;
+    ASSERT_TRUE((*src)
+                    ->ForEach({name},
+                              [&](std::string_view k, std::string_view v, bool) {
+                                entries.emplace(std::string(k), std::string(v));
+                                return Status::Ok();
+                              })
+                    .ok());
+    if (name == "meta") {
+      entries["term"] = term;
+      entries["confState"] = R"({"voters":[10276657743932975437],"auto_leave":false})";
+      entries["storageVersion"] = "3.6.0";
+    }
+    if (name == "cluster") entries["clusterVersion"] = "3.6.0";
+    ASSERT_TRUE((*w)->BeginBucket(name).ok());
+    for (const auto& [k, v] : entries) ASSERT_TRUE((*w)->Put(k, v).ok());
+  }
+  ASSERT_TRUE((*w)->Finish().ok());
+  ASSERT_TRUE(mvcc::AppendSha256Trailer(newer).ok());
+  auto db = bbolt::BoltDb::Open(newer, static_cast<int64_t>(fs::file_size(newer)) - kTrailer);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto stored_version = (*db)->Get({"meta"}, "storageVersion");
+  ASSERT_TRUE(stored_version.ok() && stored_version->has_value());
+
+  // Both restore; the newer one to the same keys and revisions, its term read.
+  const std::string dst34 = root_ + "/from34", dst36 = root_ + "/from36";
+  ASSERT_TRUE(RestoreDataDir(snap_, dst34, Target(), false).ok());
+  Status st = RestoreDataDir(newer, dst36, Target(), false);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto state = [](const std::string& dir) {
+    auto engine = storage::Engine::Open(dir + "/member/store", {});
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    auto kv = mvcc::KvStore::Open(**engine);
+    EXPECT_TRUE(kv.ok()) << kv.status().ToString();
+    auto view = (*kv)->NewReadView();
+    const mvcc::KeyRange all =
+        mvcc::KeyRange::FromRequest(std::string(1, '\0'), std::string(1, '\0'));
+    std::map<int64_t, std::map<std::string, std::string>> by_rev;
+    for (int64_t rev = (*kv)->CompactRev(); rev <= (*kv)->Rev(); ++rev) {
+      auto got = mvcc::RangeKeys(*view, all, {.rev = rev});
+      EXPECT_TRUE(got.ok()) << rev;
+      if (got.ok()) by_rev[rev] = Serialized(*got);
+    }
+    return by_rev;
+  };
+  const auto want = state(dst34);
+  EXPECT_EQ(want.size(),
+            static_cast<size_t>(kEtcdFixtureRevision - kEtcdFixtureCompactRevision + 1));
+  EXPECT_TRUE(state(dst36) == want);
+  auto scratch_store = storage::Engine::Open(root_ + "/scratch-store", {});
+  ASSERT_TRUE(scratch_store.ok());
+  auto summary = internal::ImportEtcdBackend(**db, **scratch_store);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->term, 7u);
+  EXPECT_EQ(summary->cluster_version, "3.6.0");
 }
 
 TEST_F(EtcdRestoreTest, ADamagedSnapshotFailsTheHashCheckAndLeavesNothing) {

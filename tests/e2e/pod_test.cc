@@ -229,10 +229,18 @@ std::string Gunzip(const std::string& path) {
 
 // The sidecar reaches etcd only through the v3 client API, so it backs up a plain etcd 3.4
 // member too: /healthz, the start-up full snapshot (etcd's own bbolt file, checked by etcdctl),
-// triggered full and delta snapshots with the events written.
-TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34Member) {
+// triggered full and delta snapshots with the events written. Then the bucket, as a sidecar
+// leaves it for a plain etcd (gardener's names, etcd's full snapshot, deltas), seeds a pod of
+// ours: `etcdbrctl server` restores it and `etcd-wrapper start-etcd` serves exactly etcd's data.
+TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34MemberAndAPodRestoresTheBucket) {
   Member etcd(Member::Kind::kEtcd, "etcd-main-0");
   ASSERT_TRUE(etcd.Start()) << etcd.log();
+  // A lease (granting one changes no revision), for keys written after the full snapshot.
+  CmdResult grant = Etcdctl(etcd, {"lease", "grant", "600", "-w", "json"});
+  ASSERT_EQ(grant.rc, 0) << grant.Describe();
+  const int64_t lease = ParseJson(grant.out)["ID"].get<int64_t>();
+  char lease_hex[32];
+  std::snprintf(lease_hex, sizeof lease_hex, "%llx", static_cast<unsigned long long>(lease));
   TempDir dir;
   fs::create_directories(dir.File("home"));
   // The config template as etcd-druid writes it, describing the etcd member.
@@ -308,7 +316,43 @@ TEST(SidecarWithEtcdTest, BacksUpAPlainEtcd34Member) {
   ASSERT_EQ(ej.size(), 2u) << events;
   EXPECT_EQ(ej[0]["etcdEvent"]["kv"]["mod_revision"].get<int64_t>(), full_rev + 1);
   EXPECT_EQ(ej[1]["etcdEvent"]["type"], 1);  // DELETE
+
+  // More history in a second delta: leased keys, overwrites, a range deletion, a transaction.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(Etcdctl(etcd, {"put", "leased/" + std::to_string(i), "l", "--lease", lease_hex}).rc,
+              0);
+  }
+  ASSERT_EQ(Etcdctl(etcd, {"put", "k3", "changed"}).rc, 0);
+  ASSERT_EQ(Etcdctl(etcd, {"del", "leased/1", "--prefix"}).rc, 0);  // leased/1, leased/1x
+  ASSERT_EQ(Etcdctl(etcd, {"txn"}, "\nput t1 a\nput t2 b\ndel k0\n\n\n").rc, 0);
+  auto delta2 = get("/snapshot/delta");
+  ASSERT_TRUE(delta2.ok() && delta2->status == 200) << ReadFile(log);
+  const Dump want = DumpAll(etcd.endpoint());
+  EXPECT_EQ(ParseJson(delta2->body)["lastRevision"].get<int64_t>(), want.revision);
+  ASSERT_GT(want.kvs.size(), 30u);
   sidecar.Kill();
+  ASSERT_TRUE(etcd.Stop().has_value());
+
+  Pod pod;
+  fs::copy(dir.File("home/backups"), pod.File("home/backups"), fs::copy_options::recursive);
+  ASSERT_TRUE(pod.StartSidecar());
+  ASSERT_TRUE(pod.StartWrapper());
+  ASSERT_TRUE(pod.WaitReady()) << pod.Logs();
+  EXPECT_TRUE(Contains(pod.SidecarLog(), "restoring the data directory from the backup"))
+      << pod.Logs();
+  EXPECT_TRUE(Contains(pod.SidecarLog(), "imported an etcd snapshot")) << pod.Logs();
+  EXPECT_EQ(DumpAll(pod.Endpoint()), want) << pod.Logs();
+  // The keys written with etcd's lease after the full snapshot keep it.
+  CmdResult ttl =
+      Etcdctl(pod.Endpoint(), {"lease", "timetolive", lease_hex, "--keys", "-w", "json"});
+  ASSERT_EQ(ttl.rc, 0) << ttl.Describe();
+  nlohmann::json tj = ParseJson(ttl.out);
+  EXPECT_EQ(tj["granted-ttl"].get<int64_t>(), 600);
+  EXPECT_EQ(tj.value("keys", nlohmann::json::array()).size(), 29u) << ttl.out;  // 40 - 11
+  // Writes continue etcd's revisions.
+  CmdResult put = Etcdctl(pod.Endpoint(), {"put", "after", "x", "-w", "json"});
+  ASSERT_EQ(put.rc, 0) << put.Describe();
+  EXPECT_EQ(ParseJson(put.out)["header"]["revision"].get<int64_t>(), want.revision + 1);
 }
 
 }  // namespace

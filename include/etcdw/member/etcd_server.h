@@ -57,6 +57,7 @@
 #include "etcdw/member/task_runner.h"
 #include "etcdw/member/watch_hub.h"
 #include "etcdw/mvcc/compactor.h"
+#include "etcdw/mvcc/etcd_export.h"
 #include "etcdw/mvcc/kv_store.h"
 #include "etcdw/mvcc/snapshot.h"
 #include "etcdw/peer_transport/peer_transport.h"
@@ -127,8 +128,11 @@ class EtcdServer {
   void Defragment(Reply<etcdserverpb::DefragmentResponse> reply);
   void Hash(Reply<etcdserverpb::HashResponse> reply);
   void HashKV(const etcdserverpb::HashKVRequest& r, Reply<etcdserverpb::HashKVResponse> reply);
-  // A snapshot of the current state and its exact size (computed on a worker thread).
-  void OpenSnapshot(Reply<std::pair<std::shared_ptr<mvcc::SnapshotWriter>, uint64_t>> reply);
+  // The current state as etcd's snapshot file (mvcc/etcd_export.h: its bbolt database, then
+  // the 32-byte SHA-256 of it) and the file's size. Built on a worker thread into
+  // "<data-dir>/member/snapshot-export-<n>.tmp" (files of that name left by a crash are removed
+  // when no export runs), which is unlinked as soon as the stream opens it.
+  void OpenSnapshot(Reply<std::pair<std::shared_ptr<mvcc::SnapshotFileStream>, uint64_t>> reply);
 
   // --- Cluster ---
   // MemberList: caller, or node after a ReadIndex round when linearizable. MemberAdd,
@@ -242,6 +246,8 @@ class EtcdServer {
   std::optional<AutoCompactor> auto_compactor_;  // its Tick and Done run under ticker_mu_
 
   std::atomic<uint64_t> next_request_id_{0};
+  std::atomic<uint64_t> next_export_{0};  // names OpenSnapshot's files
+  std::atomic<int> exports_running_{0};   // OpenSnapshot's files being built
   std::atomic<bool> publishing_{false};
   // Only the thread that set publishing_ touches it (MaybePublishAttributes).
   common::Clock::TimePoint next_publish_;

@@ -24,6 +24,11 @@
 //
 // Memory: records go to the engine in write batches of about 4 MiB; the importer keeps the lease
 // IDs it was given and nothing per key.
+//
+// Durability: the batches skip the engine's write-ahead log (Engine::WriteUnlogged: the log
+// would write every byte twice) and Finish() flushes them to table files. Until Finish()
+// returns, a crash leaves a store to be discarded, which the callers do (they build it in a
+// temporary directory).
 #pragma once
 
 #include <cstdint>
@@ -67,9 +72,10 @@ class StateImporter {
   Status AddLease(const LeaseInfo& lease);
 
   // Writes what is staged, attaches the live keys to their leases and writes the store's
-  // revision records, synced. The revision is the highest main revision staged, or the
-  // compaction revision when higher (compaction may have removed the newest changes: deletions),
-  // at least 1. DataLoss naming the key when a live key's lease was not staged. Returns it.
+  // revision records, then flushes everything to the engine's files (durable on return). The
+  // revision is the highest main revision staged, or the compaction revision when higher
+  // (compaction may have removed the newest changes: deletions), at least 1. DataLoss naming the
+  // key when a live key's lease was not staged. Returns it.
   Result<int64_t> Finish();
 
   const ImportStats& stats() const { return stats_; }

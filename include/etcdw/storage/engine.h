@@ -141,6 +141,11 @@ class Engine {
   // machine) may lose it, and callers rebuild such writes from their own durable record (the
   // applier from the Raft log).
   Status Write(Batch& batch, bool sync);
+  // Applies the batch atomically without the write-ahead log (RocksDB's disableWAL): it reaches
+  // the disk only with Flush(), and a crash before that loses it and every other unlogged
+  // write. For bulk loads into a new store that is discarded when the load does not finish
+  // (mvcc::StateImporter); a logged write after them does not make them durable, Flush() does.
+  Status WriteUnlogged(Batch& batch);
 
   Result<std::optional<std::string>> Get(Column c, std::string_view key,
                                          const Snapshot* snapshot = nullptr) const;
