@@ -160,6 +160,11 @@ bool Membership::IsRemoved(uint64_t id) const {
   return removed_.count(id) > 0;
 }
 
+std::vector<uint64_t> Membership::RemovedIds() const {
+  std::lock_guard lock(mu_);
+  return std::vector<uint64_t>(removed_.begin(), removed_.end());
+}
+
 std::optional<Member> Membership::FindByPeerUrls(const std::vector<std::string>& urls) const {
   std::lock_guard lock(mu_);
   auto want = SortedUrls(urls);

@@ -102,7 +102,8 @@ bool HasZeroSector(std::string_view file, size_t begin, size_t end) {
 
 class WalReader {
  public:
-  explicit WalReader(EtcdWal& wal) : wal_(wal) {}
+  WalReader(EtcdWal& wal, uint64_t keep_data_after)
+      : wal_(wal), keep_data_after_(keep_data_after) {}
 
   // Reads one file's records; `last`: the last file, where a torn tail is accepted.
   Status ReadFile(const std::string& path, bool last) {
@@ -220,11 +221,13 @@ class WalReader {
       // A rewritten index replaces the tail from it on.
       while (!ents.empty() && ents.back().index >= pe.index()) ents.pop_back();
     }
-    ents.push_back({pe.index(), pe.term(), pe.type(), pe.data()});
+    ents.push_back({pe.index(), pe.term(), pe.type(),
+                    pe.index() > keep_data_after_ ? pe.data() : std::string()});
     return Status::Ok();
   }
 
   EtcdWal& wal_;
+  const uint64_t keep_data_after_;
   uint32_t crc_ = 0;
   bool have_metadata_ = false;
   std::string metadata_;
@@ -243,7 +246,7 @@ std::optional<uint64_t> EtcdWal::TermOf(uint64_t index) const {
   return std::nullopt;
 }
 
-Result<EtcdWal> ReadEtcdWal(const std::string& wal_dir) {
+Result<EtcdWal> ReadEtcdWal(const std::string& wal_dir, uint64_t keep_data_after) {
   ETCDW_ASSIGN_OR_RETURN(std::vector<NamedFile> files, ListHexPairFiles(wal_dir, ".wal"));
   if (files.empty()) return NotFound("\"" + wal_dir + "\" holds no .wal file");
   std::sort(files.begin(), files.end(),
@@ -255,7 +258,7 @@ Result<EtcdWal> ReadEtcdWal(const std::string& wal_dir) {
     }
   }
   EtcdWal wal;
-  WalReader reader(wal);
+  WalReader reader(wal, keep_data_after);
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string path = wal_dir + "/" + files[i].name;
     wal.files.push_back(path);

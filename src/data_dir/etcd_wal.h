@@ -66,8 +66,11 @@ struct EtcdWal {
 
 // Reads every .wal file of `wal_dir`. NotFound when the directory holds none; DataLoss (naming
 // the file and the byte offset) for a damaged record, a CRC mismatch, metadata that differs
-// between records, a gap in the sequence or in the entry indexes.
-Result<EtcdWal> ReadEtcdWal(const std::string& wal_dir);
+// between records, a gap in the sequence or in the entry indexes. Entries at or below
+// `keep_data_after` are kept without their data (index, term and type only): the takeover needs
+// the data of the entries after the backend's consistent index only, and etcd's WAL may hold
+// hundreds of MiB of entries before it. Every record's CRC is checked either way.
+Result<EtcdWal> ReadEtcdWal(const std::string& wal_dir, uint64_t keep_data_after = 0);
 
 // A snapshot's metadata (raftpb.SnapshotMetadata).
 struct EtcdSnapMeta {

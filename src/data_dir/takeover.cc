@@ -106,7 +106,7 @@ Result<EtcdDataDir> ReadEtcdDataDir(const std::string& member_dir) {
         }));
   }
 
-  ETCDW_ASSIGN_OR_RETURN(d.wal, ReadEtcdWal(member_dir + "/wal"));
+  ETCDW_ASSIGN_OR_RETURN(d.wal, ReadEtcdWal(member_dir + "/wal", d.consistent_index));
   ETCDW_ASSIGN_OR_RETURN(d.snap, ReadNewestEtcdSnap(member_dir + "/snap"));
 
   // The log must carry on from the backend: the entry at the consistent index (or the snapshot

@@ -106,6 +106,7 @@ void EtcdServer::OpenSnapshot(
   for (const auto& m : membership_.List()) {
     opts.members.push_back({m.id, m.name, m.peer_urls, m.client_urls, m.is_learner});
   }
+  opts.removed_members = membership_.RemovedIds();
   for (const auto& a : alarms_->Get(etcdserverpb::NONE)) {
     opts.alarms.push_back({a.memberid(), static_cast<int>(a.alarm())});
   }

@@ -128,6 +128,19 @@ TEST_F(EtcdWalTest, ReadsAcrossFilesAndKeepsTheRewrittenTail) {
   EXPECT_EQ(wal->TermOf(4), 2u);
   EXPECT_EQ(wal->TermOf(0), 0u);
   EXPECT_FALSE(wal->TermOf(6).has_value());
+
+  // Read for a takeover whose backend applied up to 3: the entries up to 3 keep their index and
+  // term but not their data.
+  auto tail = ReadEtcdWal(dir_, /*keep_data_after=*/3);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  ASSERT_EQ(tail->entries.size(), 5u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(tail->entries[i].index, i + 1);
+    EXPECT_EQ(tail->entries[i].term, 1u);
+    EXPECT_TRUE(tail->entries[i].data.empty()) << i;
+  }
+  EXPECT_EQ(tail->entries[3].data, Put("k", "4"));
+  EXPECT_EQ(tail->TermOf(3), 1u);
 }
 
 TEST_F(EtcdWalTest, AMissingFileOrABrokenChainIsAnError) {

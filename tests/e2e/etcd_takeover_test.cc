@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -275,6 +276,56 @@ TEST(EtcdTakeoverPodTest, StartEtcdTakesOverWhatTheSidecarValidated) {
   EXPECT_EQ(oj[0]["Status"]["header"].value("member_id", uint64_t{0}), member_id);
   EXPECT_EQ(oj[0]["Status"]["header"].value("cluster_id", uint64_t{0}), cluster_id);
   EXPECT_TRUE(fs::exists(pod.DataDir() + "/etcd-taken-over/member/snap/db"));
+}
+
+// A 3-member etcd cluster stopped with SIGTERM, each member's directory given to etcd-wrapper
+// with the member's name and peer URL: every member is taken over with its own ID, the three form
+// the same cluster again (same cluster ID and member IDs), serve etcd's keys at etcd's revision,
+// and take writes.
+TEST(EtcdClusterTakeoverTest, EveryMemberOfAThreeMemberClusterIsTakenOver) {
+  TestCluster etcd(3, Member::Kind::kEtcd);
+  ASSERT_TRUE(etcd.StartAll()) << etcd.LogTails();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(etcd.member(i % 3).client().Put("k/" + std::to_string(i), std::to_string(i)).ok());
+  }
+  ASSERT_EQ(Etcdctl(etcd.member(1), {"del", "k/1", "--prefix"}).rc, 0);
+  int64_t etcd_rev = 0;
+  const std::vector<std::string> want = All(etcd.member(0), 0, &etcd_rev);
+  const Identity etcd_id = IdentityOf(etcd.member(0));
+  std::vector<uint64_t> etcd_members = etcd_id.members;
+  std::sort(etcd_members.begin(), etcd_members.end());
+  ASSERT_EQ(etcd_members.size(), 3u);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(etcd.member(i).Stop().has_value());
+
+  std::vector<std::unique_ptr<Member>> ours;
+  for (int i = 0; i < 3; ++i) {
+    Member& e = etcd.member(i);
+    ours.push_back(std::make_unique<Member>(Member::Kind::kEtcdWrapper, e.name()));
+    ASSERT_TRUE(ours.back()->Launch({{"data-dir", e.data_dir()},
+                                     {"listen-peer-urls", e.peer_url()},
+                                     {"initial-advertise-peer-urls", e.peer_url()},
+                                     {"initial-cluster", etcd.InitialCluster()},
+                                     {"initial-cluster-token", "test-cluster"}}));
+  }
+  for (auto& m : ours) ASSERT_TRUE(m->WaitReady(std::chrono::seconds(60))) << m->log();
+  std::set<uint64_t> own_ids;
+  for (auto& m : ours) {
+    SCOPED_TRACE(m->name());
+    EXPECT_TRUE(Contains(m->log(), "etcd's files moved aside")) << m->log();
+    const Identity id = IdentityOf(*m);
+    EXPECT_EQ(id.cluster_id, etcd_id.cluster_id);
+    std::vector<uint64_t> members = id.members;
+    std::sort(members.begin(), members.end());
+    EXPECT_EQ(members, etcd_members);
+    own_ids.insert(id.member_id);
+    int64_t rev = 0;
+    EXPECT_TRUE(All(*m, 0, &rev) == want);
+    EXPECT_EQ(rev, etcd_rev);
+  }
+  EXPECT_EQ(own_ids, std::set<uint64_t>(etcd_members.begin(), etcd_members.end()));
+  etcdserverpb::PutResponse put;
+  ASSERT_TRUE(ours[2]->client().Put("after", "x", 0, &put).ok());
+  EXPECT_EQ(put.header().revision(), etcd_rev + 1);
 }
 
 }  // namespace

@@ -3,10 +3,13 @@
 // can answer (lease keepalive and time-to-live, promotion) work through any member.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "cluster_util.h"
 #include "e2e_util.h"
+#include "etcdw/bbolt/db.h"
 
 namespace etcdw::testing {
 namespace {
@@ -99,6 +102,20 @@ TEST_F(MembershipTest, LearnerJoinsCatchesUpIsPromotedAndRemoved) {
   EXPECT_TRUE(Contains(joiner.log(), "permanently removed")) << joiner.log();
   EXPECT_EQ(MemberList(cluster_->member(follower)).size(), 3u);
   EXPECT_TRUE(PutEventually(cluster_->member(follower), "after-remove", "1"));
+  // etcd's snapshot of the cluster records the removed member in members_removed, as etcd's.
+  const std::string snap = cluster_->member(follower).dir() + "/after-remove.db";
+  auto saved = Etcdctl(cluster_->member(follower), {"snapshot", "save", snap});
+  ASSERT_EQ(saved.rc, 0) << saved.Describe();
+  auto db = bbolt::BoltDb::Open(snap, static_cast<int64_t>(std::filesystem::file_size(snap)) - 32);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(joiner_id));
+  auto removed = (*db)->Get({"members_removed"}, hex);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(removed->value_or("<none>"), "removed");
+  auto still = (*db)->Get({"members"}, hex);
+  ASSERT_TRUE(still.ok());
+  EXPECT_FALSE(still->has_value());
 }
 
 TEST_F(MembershipTest, PromotingALearnerThatIsNotRunningIsRefused) {

@@ -67,6 +67,7 @@ class Membership {
   std::vector<Member> List() const;  // by ID
   std::optional<Member> Get(uint64_t id) const;
   bool IsRemoved(uint64_t id) const;
+  std::vector<uint64_t> RemovedIds() const;  // ascending
   // The member whose peer URLs are exactly `urls` (any order).
   std::optional<Member> FindByPeerUrls(const std::vector<std::string>& urls) const;
   // The member (other than `except`) using any of `urls`.
