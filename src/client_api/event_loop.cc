@@ -132,12 +132,13 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
   }
   stats.Received(payload->size());
   ++in_flight;
-  method->call(*payload, [mail = mail, conn = c.id, stream = req.stream, stats](
-                             const Status& st, std::string framed) {
-    if (st.ok()) stats.Sent(framed);
-    stats.Handled(st);
-    mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
-  });
+  method->call(
+      req.ctx, *payload,
+      [mail = mail, conn = c.id, stream = req.stream, stats](const Status& st, std::string framed) {
+        if (st.ok()) stats.Sent(framed);
+        stats.Handled(st);
+        mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
+      });
 }
 
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
@@ -156,7 +157,7 @@ void EventLoop::OnStreamOpen(Conn& c, H2Connection::Request& req) {
   if (Status st = CheckHeaders(req); !st.ok()) return c.h2->Finish(req.stream, st);
   const MethodTable::OpenStream* open = host.methods.FindStream(req.path);
   auto sink = std::make_shared<MailboxSink>(mail, c.id, req.stream);
-  if (auto call = (*open)(req, sink)) c.calls[req.stream] = std::move(call);
+  if (auto call = (*open)(req.ctx, sink)) c.calls[req.stream] = std::move(call);
 }
 
 void EventLoop::DeliverMail() {

@@ -76,7 +76,11 @@ struct H2Callbacks {
     } else if (Is(name, namelen, "grpc-encoding")) {
       r.encoding.assign(v, valuelen);
     } else if (Is(name, namelen, "hasleader")) {
-      r.has_leader = Is(value, valuelen, "true");
+      r.ctx.require_leader = Is(value, valuelen, "true");
+    } else if (Is(name, namelen, "token")) {
+      r.ctx.token.emplace(v, valuelen);
+    } else if (Is(name, namelen, "authorization") && !r.ctx.token) {
+      r.ctx.token.emplace(v, valuelen);
     }
     return 0;
   }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "call_context.h"
 #include "etcdw/common/status.h"
 
 struct nghttp2_session;
@@ -44,7 +45,7 @@ class H2Connection {
     std::string path;          // ":path": /package.Service/Method
     std::string content_type;  // application/grpc[+proto]
     std::string encoding;      // grpc-encoding, empty when absent
-    bool has_leader = false;   // metadata "hasleader: true" (etcd's WithRequireLeader)
+    CallContext ctx;           // token, require-leader (the TLS CN is the caller's to add)
     std::string body;          // unary: the DATA frames, at most body_limit bytes
     bool body_over_limit = false;
   };

@@ -99,9 +99,9 @@ void AddLeaseMethods(MethodTable& t, member::EtcdServer& s) {
               });
 }
 
-std::optional<Status> RefuseStream(member::EtcdServer& s, const H2Connection::Request& req) {
+std::optional<Status> RefuseStream(member::EtcdServer& s, const CallContext& ctx) {
   if (s.IsLearner()) return errors::NotSupportedForLearner();
-  if (req.has_leader && s.node().Leader() == 0) return errors::NoLeader();
+  if (ctx.require_leader && s.node().Leader() == 0) return errors::NoLeader();
   return std::nullopt;
 }
 

@@ -7,8 +7,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
+#include "call_context.h"
 #include "call_stats.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/status.h"
@@ -21,36 +23,42 @@ namespace etcdw::client_api {
 
 // Why a stream must be refused at its start, as etcd's stream interceptor decides: on a
 // learner; or when the client asked for a leader ("hasleader: true") and none is known.
-std::optional<Status> RefuseStream(member::EtcdServer& server, const H2Connection::Request& req);
+std::optional<Status> RefuseStream(member::EtcdServer& server, const CallContext& ctx);
 
 class MethodTable {
  public:
-  using Unary = std::function<void(std::string_view payload, Answer answer)>;
+  using Unary =
+      std::function<void(const CallContext& ctx, std::string_view payload, Answer answer)>;
   // Opens a stream (headers received); may end it at once through the sink.
-  using OpenStream = std::function<std::unique_ptr<StreamCall>(const H2Connection::Request& req,
+  using OpenStream = std::function<std::unique_ptr<StreamCall>(const CallContext& ctx,
                                                                std::shared_ptr<StreamSink> sink)>;
 
   // Whether the client streams too (Watch, LeaseKeepAlive) or only the server (Snapshot).
   enum class StreamKind { kServer, kBidi };
 
   // Adds a streaming method. As etcd's stream interceptor does for every stream, RefuseStream
-  // may end a stream at its start; otherwise `make(sink)` opens the call. Its calls, messages
-  // and ends are counted for /metrics.
+  // may end a stream at its start; otherwise `make(sink)` (or `make(ctx, sink)`) opens the call.
+  // Its calls, messages and ends are counted for /metrics.
   template <typename Make>
   void AddStream(member::EtcdServer& server, std::string path, StreamKind kind, Make make) {
     const CallStats stats{
         &server.metrics().Method(path, kind == StreamKind::kBidi ? "bidi_stream" : "server_stream"),
         &server.metrics()};
     streams_[std::move(path)] =
-        [&server, make, stats](const H2Connection::Request& req,
+        [&server, make, stats](const CallContext& ctx,
                                std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
       stats.method->started.Add();
       auto counted = std::make_shared<CountingSink>(std::move(sink), stats);
-      if (auto refused = RefuseStream(server, req)) {
+      if (auto refused = RefuseStream(server, ctx)) {
         counted->Finish(*refused);
         return nullptr;
       }
-      std::unique_ptr<StreamCall> call = make(counted);
+      std::unique_ptr<StreamCall> call;
+      if constexpr (std::is_invocable_v<Make, const CallContext&, std::shared_ptr<StreamSink>>) {
+        call = make(ctx, counted);
+      } else {
+        call = make(counted);
+      }
       if (!call) return nullptr;
       return std::make_unique<CountingCall>(std::move(call), std::move(counted), stats);
     };
@@ -71,24 +79,26 @@ class MethodTable {
     return has(unary_) || has(streams_);
   }
 
-  // Adds a unary method served by `call` (etcd's Reply convention). The response's header is
+  // Adds a unary method served by `call` (etcd's Reply convention): called as
+  // `call(req, reply)`, or `call(ctx, req, reply)` when it takes the caller's CallContext. The
+  // response's header is
   // filled from `server` (member, revision, term) when the call succeeds, as etcd does.
   // What a successful answer's header carries: member, revision and term (most calls); no
   // revision (the Cluster service, as etcd's); none at all (Alarm, Defragment, MoveLeader, as
   // etcd's); or what the call put there itself (Status).
   enum class Header { kFull, kCluster, kNone, kAsAnswered };
 
-  template <typename Req, typename Resp>
-  void AddUnary(member::EtcdServer& server, std::string path,
-                std::function<void(const Req&, member::Reply<Resp>)> call,
+  template <typename Req, typename Resp, typename Call>
+  void AddUnary(member::EtcdServer& server, std::string path, Call call,
                 Header header = Header::kFull) {
     const CallStats stats{&server.metrics().Method(path, "unary"), &server.metrics()};
     unary_[std::move(path)] = {
-        [&server, call, header](std::string_view payload, Answer answer) {
+        [&server, call, header](const CallContext& ctx, std::string_view payload, Answer answer) {
           // The request lives until its answer: some calls (ranges) read it after they return.
           auto req = std::make_shared<Req>();
           if (Status st = ParseRequest(payload, req.get()); !st.ok()) return answer(st, {});
-          call(*req, [&server, req, header, answer = std::move(answer)](Result<Resp> r) {
+          member::Reply<Resp> reply = [&server, req, header,
+                                       answer = std::move(answer)](Result<Resp> r) {
             if (!r.ok()) return answer(r.status(), {});
             if constexpr (requires { r->mutable_header(); }) {  // etcd's messages, not others'
               switch (header) {
@@ -106,7 +116,13 @@ class MethodTable {
               }
             }
             answer(Status::Ok(), FrameMessage(*r));
-          });
+          };
+          if constexpr (std::is_invocable_v<Call, const CallContext&, const Req&,
+                                            member::Reply<Resp>>) {
+            call(ctx, *req, std::move(reply));
+          } else {
+            call(*req, std::move(reply));
+          }
         },
         stats};
   }
