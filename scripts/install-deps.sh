@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   # HTTP/2 for the client API server (src/client_api)
   libnghttp2-dev
+  # bcrypt password hashes for authentication (src/member/password_hash.cc)
+  libcrypt-dev
   # the binaries' memory allocator (docs/performance.md)
   libjemalloc-dev
   # test dependencies: the reference etcd and its client, certificates, HTTP probes

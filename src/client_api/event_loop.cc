@@ -132,6 +132,7 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
   }
   stats.Received(payload->size());
   ++in_flight;
+  if (c.tls) req.ctx.cert_common_name = c.tls->VerifiedCommonName();
   method->call(
       req.ctx, *payload,
       [mail = mail, conn = c.id, stream = req.stream, stats](const Status& st, std::string framed) {
@@ -157,6 +158,7 @@ void EventLoop::OnStreamOpen(Conn& c, H2Connection::Request& req) {
   if (Status st = CheckHeaders(req); !st.ok()) return c.h2->Finish(req.stream, st);
   const MethodTable::OpenStream* open = host.methods.FindStream(req.path);
   auto sink = std::make_shared<MailboxSink>(mail, c.id, req.stream);
+  if (c.tls) req.ctx.cert_common_name = c.tls->VerifiedCommonName();
   if (auto call = (*open)(req.ctx, sink)) c.calls[req.stream] = std::move(call);
 }
 

@@ -10,18 +10,19 @@ void AddKvMethods(MethodTable& t, member::EtcdServer& s) {
   using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
   // A learner serves serializable ranges only.
   t.AddUnary<RangeRequest, RangeResponse>(
-      s, "/etcdserverpb.KV/Range", [&s](const RangeRequest& r, member::Reply<RangeResponse> done) {
+      s, "/etcdserverpb.KV/Range",
+      [&s](const CallContext& ctx, const RangeRequest& r, member::Reply<RangeResponse> done) {
         if (!r.serializable() && s.IsLearner()) return done(errors::NotSupportedForLearner());
-        s.Range(r, std::move(done));
+        auto who = CallerOf(s, ctx);
+        if (!who.ok()) return done(who.status());
+        s.Range(r, std::move(done), *who);
       });
-  t.AddRefusedOnLearner<PutRequest, PutResponse>(s, "/etcdserverpb.KV/Put",
-                                                 &member::EtcdServer::Put);
-  t.AddRefusedOnLearner<DeleteRangeRequest, DeleteRangeResponse>(s, "/etcdserverpb.KV/DeleteRange",
-                                                                 &member::EtcdServer::DeleteRange);
-  t.AddRefusedOnLearner<TxnRequest, TxnResponse>(s, "/etcdserverpb.KV/Txn",
-                                                 &member::EtcdServer::Txn);
-  t.AddRefusedOnLearner<CompactionRequest, CompactionResponse>(s, "/etcdserverpb.KV/Compact",
-                                                               &member::EtcdServer::Compact);
+  t.AddAsCaller<PutRequest, PutResponse>(s, "/etcdserverpb.KV/Put", &member::EtcdServer::Put);
+  t.AddAsCaller<DeleteRangeRequest, DeleteRangeResponse>(s, "/etcdserverpb.KV/DeleteRange",
+                                                         &member::EtcdServer::DeleteRange);
+  t.AddAsCaller<TxnRequest, TxnResponse>(s, "/etcdserverpb.KV/Txn", &member::EtcdServer::Txn);
+  t.AddAsCaller<CompactionRequest, CompactionResponse>(s, "/etcdserverpb.KV/Compact",
+                                                       &member::EtcdServer::Compact);
 }
 
 }  // namespace etcdw::client_api

@@ -81,10 +81,11 @@ class KeepAliveCall final : public StreamCall {
 
 void AddLeaseMethods(MethodTable& t, member::EtcdServer& s) {
   using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
-  t.AddRefusedOnLearner<LeaseGrantRequest, LeaseGrantResponse>(s, "/etcdserverpb.Lease/LeaseGrant",
-                                                               &member::EtcdServer::LeaseGrant);
-  t.AddRefusedOnLearner<LeaseRevokeRequest, LeaseRevokeResponse>(
-      s, "/etcdserverpb.Lease/LeaseRevoke", &member::EtcdServer::LeaseRevoke);
+  t.AddRefusedOnLearner<LeaseGrantRequest, LeaseGrantResponse>(
+      s, "/etcdserverpb.Lease/LeaseGrant", &member::EtcdServer::LeaseGrant,
+      MethodTable::Header::kFull, Identity::kValidToken);
+  t.AddAsCaller<LeaseRevokeRequest, LeaseRevokeResponse>(s, "/etcdserverpb.Lease/LeaseRevoke",
+                                                         &member::EtcdServer::LeaseRevoke);
   t.AddRefusedOnLearner<LeaseTimeToLiveRequest, LeaseTimeToLiveResponse>(
       s, "/etcdserverpb.Lease/LeaseTimeToLive", &member::EtcdServer::LeaseTimeToLive);
   t.AddUnary<LeaseLeasesRequest, LeaseLeasesResponse>(

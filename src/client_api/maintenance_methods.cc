@@ -114,7 +114,8 @@ void AddMaintenanceMethods(MethodTable& t, member::EtcdServer& s) {
   using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
   using H = MethodTable::Header;
   t.AddRefusedOnLearner<AlarmRequest, AlarmResponse>(s, "/etcdserverpb.Maintenance/Alarm",
-                                                     &member::EtcdServer::Alarm, H::kNone);
+                                                     &member::EtcdServer::Alarm, H::kNone,
+                                                     Identity::kMaintenanceValidToken);
   // A learner answers Status.
   t.AddUnary<StatusRequest, StatusResponse>(
       s, "/etcdserverpb.Maintenance/Status",
@@ -122,23 +123,34 @@ void AddMaintenanceMethods(MethodTable& t, member::EtcdServer& s) {
       H::kAsAnswered);
   t.AddUnary<DefragmentRequest, DefragmentResponse>(
       s, "/etcdserverpb.Maintenance/Defragment",
-      [&s](const DefragmentRequest&, member::Reply<DefragmentResponse> done) {
+      [&s](const CallContext& ctx, const DefragmentRequest&,
+           member::Reply<DefragmentResponse> done) {
         if (s.IsLearner()) return done(errors::NotSupportedForLearner());
+        if (Status st = CheckIdentity(s, ctx, Identity::kMaintenanceAdmin); !st.ok())
+          return done(st);
         s.Defragment(std::move(done));
       },
       H::kNone);
-  t.AddUnary<HashRequest, HashResponse>(s, "/etcdserverpb.Maintenance/Hash",
-                                        [&s](const HashRequest&, member::Reply<HashResponse> done) {
-                                          if (s.IsLearner())
-                                            return done(errors::NotSupportedForLearner());
-                                          s.Hash(std::move(done));
-                                        });
+  t.AddUnary<HashRequest, HashResponse>(
+      s, "/etcdserverpb.Maintenance/Hash",
+      [&s](const CallContext& ctx, const HashRequest&, member::Reply<HashResponse> done) {
+        if (s.IsLearner()) return done(errors::NotSupportedForLearner());
+        if (Status st = CheckIdentity(s, ctx, Identity::kMaintenanceAdmin); !st.ok())
+          return done(st);
+        s.Hash(std::move(done));
+      });
   t.AddRefusedOnLearner<HashKVRequest, HashKVResponse>(s, "/etcdserverpb.Maintenance/HashKV",
-                                                       &member::EtcdServer::HashKV);
+                                                       &member::EtcdServer::HashKV, H::kFull,
+                                                       Identity::kMaintenanceAdmin);
   t.AddRefusedOnLearner<MoveLeaderRequest, MoveLeaderResponse>(
       s, "/etcdserverpb.Maintenance/MoveLeader", &member::EtcdServer::MoveLeader, H::kNone);
   t.AddStream(s, "/etcdserverpb.Maintenance/Snapshot", MethodTable::StreamKind::kServer,
-              [&s](std::shared_ptr<StreamSink> sink) {
+              [&s](const CallContext& ctx,
+                   std::shared_ptr<StreamSink> sink) -> std::unique_ptr<StreamCall> {
+                if (Status st = CheckIdentity(s, ctx, Identity::kMaintenanceAdmin); !st.ok()) {
+                  sink->Finish(st);
+                  return nullptr;
+                }
                 return std::make_unique<SnapshotCall>(s, std::move(sink));
               });
 }

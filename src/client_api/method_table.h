@@ -25,6 +25,22 @@ namespace etcdw::client_api {
 // learner; or when the client asked for a leader ("hasleader: true") and none is known.
 std::optional<Status> RefuseStream(member::EtcdServer& server, const CallContext& ctx);
 
+// What a method asks of its caller's identity before it runs, as etcd's API layer checks it
+// (the member judges the rest when it serves or applies the request): nothing; that a token, if
+// the call carries one, is one the member knows (else InvalidAuthToken); or the root role once
+// authentication is enabled (etcd's IsAdminPermitted). etcd 3.4's Maintenance service checks
+// the same but returns the auth package's errors unconverted: code Unknown and texts such as
+// "auth: permission denied" (the kMaintenance* variants).
+enum class Identity { kNone, kValidToken, kAdmin, kMaintenanceValidToken, kMaintenanceAdmin };
+
+// The identity a call runs as (etcd's AuthInfoFromCtx): the user its token names, else the
+// Common Name of its client certificate, else nobody (an empty AuthInfo, refused by every
+// permission check while authentication is enabled). InvalidAuthToken for a token the member
+// does not know, whether or not authentication is enabled, as etcd answers.
+Result<member::AuthInfo> CallerOf(member::EtcdServer& server, const CallContext& ctx);
+// Checks `ctx` for `required` (auth_methods.cc).
+Status CheckIdentity(member::EtcdServer& server, const CallContext& ctx, Identity required);
+
 class MethodTable {
  public:
   using Unary =
@@ -128,16 +144,35 @@ class MethodTable {
   }
 
   // Adds a unary method served by EtcdServer's `call`, refused on a learner as etcd refuses
-  // every request there except Status and serializable ranges.
+  // every request there except Status and serializable ranges, and when the caller lacks the
+  // `identity` the method requires.
   template <typename Req, typename Resp>
   void AddRefusedOnLearner(member::EtcdServer& server, std::string path,
                            void (member::EtcdServer::*call)(const Req&, member::Reply<Resp>),
-                           Header header = Header::kFull) {
+                           Header header = Header::kFull, Identity identity = Identity::kNone) {
     AddUnary<Req, Resp>(
         server, std::move(path),
-        [&server, call](const Req& r, member::Reply<Resp> done) {
+        [&server, call, identity](const CallContext& ctx, const Req& r, member::Reply<Resp> done) {
           if (server.IsLearner()) return done(errors::NotSupportedForLearner());
+          if (Status st = CheckIdentity(server, ctx, identity); !st.ok()) return done(st);
           (server.*call)(r, std::move(done));
+        },
+        header);
+  }
+  // The same for a call the member serves as its caller (CallerOf): the member checks the
+  // caller's permissions when it serves or applies the request.
+  template <typename Req, typename Resp>
+  void AddAsCaller(member::EtcdServer& server, std::string path,
+                   void (member::EtcdServer::*call)(const Req&, member::Reply<Resp>,
+                                                    member::EtcdServer::Who),
+                   Header header = Header::kFull) {
+    AddUnary<Req, Resp>(
+        server, std::move(path),
+        [&server, call](const CallContext& ctx, const Req& r, member::Reply<Resp> done) {
+          if (server.IsLearner()) return done(errors::NotSupportedForLearner());
+          auto who = CallerOf(server, ctx);
+          if (!who.ok()) return done(who.status());
+          (server.*call)(r, std::move(done), *who);
         },
         header);
   }
@@ -173,6 +208,8 @@ void AddLeaseMethods(MethodTable& table, member::EtcdServer& server);
 void AddMaintenanceMethods(MethodTable& table, member::EtcdServer& server);
 // etcdserverpb.Watch: Watch (watch_methods.cc).
 void AddWatchMethods(MethodTable& table, member::EtcdServer& server);
+// etcdserverpb.Auth: every call of etcd's Auth service (auth_methods.cc).
+void AddAuthMethods(MethodTable& table, member::EtcdServer& server);
 // grpc.health.v1.Health: Check, Watch (health_methods.cc).
 void AddHealthMethods(MethodTable& table, member::EtcdServer& server);
 

@@ -138,6 +138,7 @@ Result<std::unique_ptr<NativeRpcServer>> NativeRpcServer::Start(member::EtcdServ
   AddClusterMethods(impl.methods, server);
   AddMaintenanceMethods(impl.methods, server);
   AddWatchMethods(impl.methods, server);
+  AddAuthMethods(impl.methods, server);
   AddHealthMethods(impl.methods, server);
   const int threads = opts.threads > 0 ? opts.threads : 1;
   for (int i = 0; i < threads; ++i) {

@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -91,6 +92,21 @@ TlsSession::TlsSession(const std::shared_ptr<TlsContext>& ctx, int fd) : ctx_(ct
 }
 
 TlsSession::~TlsSession() { SSL_free(ssl_); }
+
+const std::string& TlsSession::VerifiedCommonName() {
+  if (common_name_) return *common_name_;
+  std::string cn;
+  const X509* cert = SSL_get0_peer_certificate(ssl_);
+  if (cert != nullptr && SSL_get_verify_result(ssl_) == X509_V_OK) {
+    char buf[256];
+    const int n =
+        X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, buf, sizeof buf);
+    if (n > 0) cn.assign(buf, static_cast<size_t>(n));
+  }
+  // Asked for only once requests arrive, after the handshake: the answer no longer changes.
+  common_name_ = std::move(cn);
+  return *common_name_;
+}
 
 ssize_t TlsSession::Read(char* buf, size_t n) {
   ERR_clear_error();

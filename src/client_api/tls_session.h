@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "etcdw/common/config.h"
@@ -56,6 +57,9 @@ class TlsSession {
   bool wants_write() const { return wants_write_; }
   // What ended the connection, for the log ("" when the peer simply closed).
   const std::string& error() const { return error_; }
+  // The Common Name of the client certificate the handshake verified (with client-cert-auth:
+  // etcd takes it as the user of requests without a token); empty without one.
+  const std::string& VerifiedCommonName();
 
  private:
   ssize_t Outcome(int ret);
@@ -63,6 +67,7 @@ class TlsSession {
   ssl_st* ssl_ = nullptr;
   bool wants_write_ = false;
   std::string error_;
+  std::optional<std::string> common_name_;  // read once, after the handshake
 };
 
 }  // namespace etcdw::client_api

@@ -6,6 +6,7 @@
 #include <absl/base/thread_annotations.h>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
+#include "etcdw/common/etcd_errors.h"
 #include "etcdw/member/watch_hub.h"
 #include "method_table.h"
 
@@ -58,10 +59,33 @@ class WatchOut final : public member::WatchSink {
   std::optional<Status> end_ ABSL_GUARDED_BY(mu_);
 };
 
+// Why etcd 3.4 refuses to create a watcher (its isWatchPermitted): the text of the gRPC error,
+// as Go prints it, in the answer's cancel_reason. Empty when the watch may be created.
+std::string WatchRefusal(member::EtcdServer& s, const CallContext& ctx,
+                         const etcdserverpb::WatchCreateRequest& req) {
+  auto who = CallerOf(s, ctx);
+  Status st = who.status();
+  if (who.ok()) {
+    // etcd checks the key it watches ("\0" for an empty key) and, for a watch of every key
+    // from it (range end "\0"), that key alone.
+    const std::string key = req.key().empty() ? std::string(1, '\0') : req.key();
+    const std::string end = req.range_end() == std::string(1, '\0') ? "" : req.range_end();
+    st = s.auth().CheckRange(*who, key, end);
+  }
+  if (st.ok()) return "";
+  Status shown = errors::PermissionDenied();
+  if (st == errors::InvalidAuthToken() || st == errors::AuthOldRevision() ||
+      st == errors::UserEmpty()) {
+    shown = st;
+  }
+  return std::string("rpc error: code = ") + CodeName(shown.code()) + " desc = " + shown.message();
+}
+
 class WatchCall final : public StreamCall {
  public:
-  WatchCall(member::WatchHub& hub, std::shared_ptr<StreamSink> sink) : out_(WatchOut::New(sink)) {
-    stream_ = hub.NewStream(out_.get());
+  WatchCall(member::EtcdServer& s, const CallContext& ctx, std::shared_ptr<StreamSink> sink)
+      : server_(s), ctx_(ctx), out_(WatchOut::New(sink)) {
+    stream_ = s.watch_hub().NewStream(out_.get());
     out_->Attach(stream_);
   }
   ~WatchCall() override { stream_->Close(); }
@@ -75,7 +99,12 @@ class WatchCall final : public StreamCall {
     }
     switch (req.request_union_case()) {
       case WatchRequest::kCreateRequest:
-        stream_->Create(req.create_request());
+        if (std::string refused = WatchRefusal(server_, ctx_, req.create_request());
+            !refused.empty()) {
+          stream_->RefuseCreate(refused);
+        } else {
+          stream_->Create(req.create_request());
+        }
         break;
       case WatchRequest::kCancelRequest:
         stream_->Cancel(req.cancel_request().watch_id());
@@ -92,6 +121,8 @@ class WatchCall final : public StreamCall {
   void OnGone() override { stream_->Close(); }
 
  private:
+  member::EtcdServer& server_;
+  const CallContext ctx_;  // the stream's metadata: its token names who creates each watcher
   std::shared_ptr<WatchOut> out_;
   std::shared_ptr<member::WatchStream> stream_;
 };
@@ -100,8 +131,8 @@ class WatchCall final : public StreamCall {
 
 void AddWatchMethods(MethodTable& t, member::EtcdServer& s) {
   t.AddStream(s, "/etcdserverpb.Watch/Watch", MethodTable::StreamKind::kBidi,
-              [&s](std::shared_ptr<StreamSink> sink) {
-                return std::make_unique<WatchCall>(s.watch_hub(), std::move(sink));
+              [&s](const CallContext& ctx, std::shared_ptr<StreamSink> sink) {
+                return std::make_unique<WatchCall>(s, ctx, std::move(sink));
               });
 }
 

@@ -32,8 +32,6 @@ const std::set<std::string>& InertKeys() {
                                              "host-whitelist",
                                              "strict-reconfig-check",
                                              "pre-vote",
-                                             "auth-token",
-                                             "bcrypt-cost",
                                              "logger",
                                              "log-outputs",
                                              "log-package-levels",
@@ -342,6 +340,13 @@ Result<EtcdConfig> ParseConfig(const std::string& yaml_text, const std::string& 
       {"peer-transport-security",
        [&](auto& n) { ParseTls(n, cfg.peer_tls, "peer-transport-security"); }},
       {"log-level", [&](auto& n) { cfg.log_level = std::string(Trim(Scalar(n))); }},
+      {"auth-token",
+       [&](auto& n) {
+         std::string s(Trim(Scalar(n)));
+         cfg.auth_token = s.empty() ? "simple" : s;
+       }},
+      {"bcrypt-cost", [&](auto& n) { cfg.bcrypt_cost = ToUint(n); }},
+      {"auth-token-ttl", [&](auto& n) { cfg.auth_token_ttl = std::chrono::seconds(ToUint(n)); }},
   };
 
   if (root.IsMap()) {

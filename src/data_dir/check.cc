@@ -16,6 +16,7 @@
 #include <cstring>
 #include <optional>
 
+#include "etcd/authpb/auth.pb.h"
 #include "etcd_backend.h"
 #include "etcd_data_dir.h"
 #include "etcd_entries.h"
@@ -139,17 +140,37 @@ Status CheckRaftState(const std::string& dir, storage::Engine& engine, uint64_t 
   return Status::Ok();
 }
 
+// An auth record (member/auth_store.h) that the member could not load.
+Status CheckAuthRecord(const storage::meta::Record& r, std::string_view key,
+                       std::string_view value) {
+  namespace meta = storage::meta;
+  bool ok = true;
+  if (&r == &meta::kAuthEnabled) ok = value.size() == 1;
+  if (&r == &meta::kAuthRevision) ok = value.size() == 8;
+  auto named = [&](auto message) {
+    return message.ParseFromArray(value.data(), static_cast<int>(value.size())) &&
+           message.name() == key.substr(r.key.size());
+  };
+  if (&r == &meta::kAuthUsers) ok = named(authpb::User());
+  if (&r == &meta::kAuthRoles) ok = named(authpb::Role());
+  if (ok) return Status::Ok();
+  return DataLoss("meta record \"" + meta::Printable(key) + "\" is corrupt");
+}
+
 // Every Meta record is declared (storage/meta_records.h): one that is not was written by
 // something this version does not know, and no snapshot or restore would carry it faithfully.
+// The auth records must also decode: the member loads them at start.
 Status CheckMetaRecords(const storage::Engine& engine) {
   storage::ReadOptions ro;
   ro.fill_cache = false;
   auto it = engine.NewIterator(storage::Column::kMeta, ro);
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (storage::meta::Find(it->key()) == nullptr) {
+    const storage::meta::Record* r = storage::meta::Find(it->key());
+    if (r == nullptr) {
       return DataLoss("meta record \"" + storage::meta::Printable(it->key()) +
                       "\" is not one this version knows");
     }
+    ETCDW_RETURN_IF_ERROR(CheckAuthRecord(*r, it->key(), it->value()));
   }
   return it->status();
 }

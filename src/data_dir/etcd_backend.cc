@@ -7,10 +7,12 @@
 #include <fstream>
 #include <optional>
 
+#include "etcd/authpb/auth.pb.h"
 #include "etcdw/common/hash.h"
 #include "etcdw/common/varint.h"
 #include "etcdw/mvcc/import.h"
 #include "etcdw/mvcc/snapshot.h"
+#include "etcdw/storage/meta_records.h"
 
 namespace etcdw::data_dir::internal {
 
@@ -137,22 +139,46 @@ Status ReadCluster(const bbolt::BoltDb& db, EtcdBackendSummary& s) {
   return Status::Ok();
 }
 
-// etcd's auth state: `auth` authEnabled -> one byte, 1 when enabled; authUsers and authRoles
-// hold one record per user and role. Our store has no authentication yet, so a backend with
-// authentication enabled is refused: imported, its data would be served to every client.
-Status CheckAuth(const bbolt::BoltDb& db) {
+// etcd's auth state, copied into our auth records (member/auth_store.h keeps the same
+// messages): `auth` authEnabled -> one byte, 1 when enabled, and authRevision -> be64;
+// authUsers and authRoles -> authpb.User and authpb.Role by name. Their bcrypt password hashes
+// are Go's, which ours compare as they are.
+Status ImportAuth(const bbolt::BoltDb& db, storage::Engine& engine, EtcdBackendSummary& s) {
+  namespace meta = storage::meta;
   ETCDW_ASSIGN_OR_RETURN(bool has_auth, db.HasBucket({"auth"}));
   if (!has_auth) return Status::Ok();
+  storage::Batch batch(engine);
   ETCDW_ASSIGN_OR_RETURN(std::optional<std::string> enabled, db.Get({"auth"}, "authEnabled"));
-  if (!enabled || *enabled != std::string(1, '\x01')) return Status::Ok();
-  ETCDW_ASSIGN_OR_RETURN(uint64_t users, CountEntries(db, "authUsers"));
-  ETCDW_ASSIGN_OR_RETURN(uint64_t roles, CountEntries(db, "authRoles"));
-  return FailedPrecondition(
-      "etcd's data has authentication enabled (" + std::to_string(users) + " users, " +
-      std::to_string(roles) +
-      " roles); etcd-wrapper does not implement authentication yet, and would serve this data "
-      "to every client without it: disable authentication in etcd (etcdctl auth disable) and "
-      "take the snapshot again");
+  if (enabled) {
+    if (enabled->size() != 1) return DataLoss("auth bucket: authEnabled is not one byte");
+    s.auth_enabled = (*enabled)[0] == 1;
+    batch.Put(storage::Column::kMeta, meta::kAuthEnabled.key,
+              std::string(1, s.auth_enabled ? '\1' : '\0'));
+  }
+  ETCDW_ASSIGN_OR_RETURN(std::optional<std::string> revision, db.Get({"auth"}, "authRevision"));
+  if (revision) {
+    if (revision->size() != 8) return DataLoss("auth bucket: authRevision is not 8 bytes");
+    batch.Put(storage::Column::kMeta, meta::kAuthRevision.key, *revision);
+  }
+  auto copy = [&](const std::string& bucket, const meta::Record& family, auto message,
+                  uint64_t& count) -> Status {
+    ETCDW_ASSIGN_OR_RETURN(bool has, db.HasBucket({bucket}));
+    if (!has) return Status::Ok();
+    return db.ForEach(
+        {bucket}, [&](std::string_view key, std::string_view value, bool is_bucket) -> Status {
+          if (is_bucket || !message.ParseFromArray(value.data(), static_cast<int>(value.size())) ||
+              message.name() != key || key.empty()) {
+            return DataLoss("etcd backend: bucket \"" + bucket + "\", key " + common::ToHex(key) +
+                            ": not a " + message.GetTypeName() + " of that name");
+          }
+          batch.Put(storage::Column::kMeta, meta::KeyIn(family, key), value);
+          ++count;
+          return Status::Ok();
+        });
+  };
+  ETCDW_RETURN_IF_ERROR(copy("authUsers", meta::kAuthUsers, authpb::User(), s.auth_users));
+  ETCDW_RETURN_IF_ERROR(copy("authRoles", meta::kAuthRoles, authpb::Role(), s.auth_roles));
+  return engine.Write(batch, /*sync=*/true);
 }
 
 Status ImportLeases(const bbolt::BoltDb& db, mvcc::StateImporter& importer) {
@@ -238,8 +264,8 @@ Result<EtcdBackendSummary> ImportEtcdBackend(const bbolt::BoltDb& db, storage::E
   EtcdBackendSummary s;
   ETCDW_RETURN_IF_ERROR(ReadMeta(db, s));
   ETCDW_RETURN_IF_ERROR(ReadCluster(db, s));
-  ETCDW_RETURN_IF_ERROR(CheckAuth(db));
   mvcc::StateImporter importer(engine, {s.scheduled_compact_rev, s.finished_compact_rev});
+  ETCDW_RETURN_IF_ERROR(ImportAuth(db, engine, s));
   ETCDW_RETURN_IF_ERROR(ImportLeases(db, importer));
   ETCDW_RETURN_IF_ERROR(ImportKeys(db, importer));
   ETCDW_ASSIGN_OR_RETURN(s.revision, importer.Finish());

@@ -11,8 +11,9 @@
 //   lease    <be64 ID> -> leasepb.Lease {int64 ID = 1; int64 TTL = 2; int64 RemainingTTL = 3}
 //   members, members_removed, alarm, cluster (clusterVersion): the old cluster's, counted and
 //            reported, never imported (a restore makes a new cluster)
-//   auth, authUsers, authRoles: not imported (our store has no auth state yet); a backend whose
-//            auth bucket says authEnabled (one byte, 1) is refused (FailedPrecondition)
+//   auth     authEnabled -> one byte (1: enabled); authRevision -> be64
+//   authUsers, authRoles: <name> -> authpb.User, authpb.Role (bcrypt hashes made by Go)
+//            all three imported as our auth records (member/auth_store.h)
 // Errors name the bucket and the record's key (hex), and are DataLoss: the file is not what an
 // etcd backend holds.
 #pragma once
@@ -38,6 +39,9 @@ struct EtcdBackendSummary {
   int64_t finished_compact_rev = -1;
   uint64_t puts = 0;
   uint64_t deletions = 0;
+  bool auth_enabled = false;
+  uint64_t auth_users = 0;
+  uint64_t auth_roles = 0;
   uint64_t leases = 0;
   uint64_t members = 0;  // the old cluster's, dropped
   std::string cluster_version;

@@ -89,9 +89,10 @@ Status TranslateNormal(const EtcdEntry& e, internalpb::Request* req, EtcdEntrySt
     return TranslateV2(e.index, v2, req, stats);
   }
   if (HasAuthRequest(r)) {
-    return FailedPrecondition("etcd log entry " + std::to_string(e.index) +
-                              " is an auth request: this store has no authentication, so a "
-                              "data directory of a cluster that used it cannot be taken over");
+    return FailedPrecondition(
+        "etcd log entry " + std::to_string(e.index) +
+        " is an auth request: the takeover does not replay auth requests yet, so a "
+        "data directory of a cluster that used it cannot be taken over");
   }
   const uint64_t id = r.has_header() && r.header().id() != 0 ? r.header().id() : r.id();
   if (r.has_v2()) return TranslateV2(e.index, r.v2(), req, stats);

@@ -11,7 +11,7 @@
 //       publication, a PUT of /0/members/<hex id>/attributes -> MemberAttributes; anything else
 //       (the cluster version, the v2 API's keys, which our store does not keep) -> an empty
 //       entry, counted
-//   auth requests                       refused: FailedPrecondition (our store has no auth)
+//   auth requests                       refused: FailedPrecondition (not replayed yet)
 // etcd tells a v2 request from an InternalRaftRequest by trying the latter first; so do we.
 // Conf changes: raftpb.ConfChange -> ours, the member JSON of its context into our member
 // record; a promotion (context with "isPromote") into an ADD_NODE without a record, as ours.

@@ -286,7 +286,10 @@ Result<TakeoverResult> TakeOverEtcdDataDir(const std::string& dir_in, const Take
   if (!etcd.ok()) return fail(etcd.status());
   if (etcd->auth_enabled) {
     return fail(FailedPrecondition(
-        "etcd's auth is enabled; this store has no authentication yet: disable it in etcd first"));
+        "etcd's auth is enabled; taking over a data directory with authentication is not "
+        "supported yet (its log may hold auth requests): move it with a snapshot (etcdctl "
+        "snapshot save, then etcd-wrapper snapshot restore), or disable authentication in etcd "
+        "first"));
   }
   internal::EtcdEntryStats stats;
   auto rev = BuildMember(*etcd, build, opts, stats);

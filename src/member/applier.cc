@@ -5,6 +5,7 @@
 #include "etcdw/common/deferred_wakes.h"
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/mvcc/lease_table.h"
 #include "etcdw/mvcc/txn.h"
 
 namespace etcdw::member {
@@ -32,13 +33,17 @@ auto InTxn(mvcc::ApplyBatch& batch, Fn fn) {
 }  // namespace
 
 ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req,
-                                  Effects& fx) {
+                                  uint64_t index, Effects& fx) {
   const bool nospace = d_.alarms->Active(etcdserverpb::NOSPACE);
   const bool corrupt = d_.alarms->Active(etcdserverpb::CORRUPT);
+  // Judged before the request changes anything; answered after the alarms' refusals, which
+  // etcd's appliers give first.
+  const Status denied = CheckPermission(batch, req);
   switch (req.op_case()) {
     case internalpb::Request::kPut: {
       if (corrupt) return Err(errors::Corrupt());
       if (nospace) return Err(errors::NoSpace());
+      if (!denied.ok()) return Err(denied);
       // etcd judges the quota before applying and reports NoSpace after applying.
       bool fits = d_.quota->Available(Quota::Cost(req.put()));
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecutePut(t, req.put()); });
@@ -53,6 +58,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
     }
     case internalpb::Request::kDeleteRange: {
       if (corrupt) return Err(errors::Corrupt());
+      if (!denied.ok()) return Err(denied);
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) {
         return mvcc::ExecuteDeleteRange(t, req.delete_range());
       });
@@ -64,6 +70,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       if (corrupt) return Err(errors::Corrupt());
       int64_t cost = Quota::Cost(req.txn());
       if (nospace && cost > 0) return Err(errors::NoSpace());
+      if (!denied.ok()) return Err(denied);
       bool fits = d_.quota->Available(cost);
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) { return mvcc::ExecuteTxn(t, req.txn()); });
       if (!r.ok()) return Err(r.status());
@@ -96,6 +103,7 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
     }
     case internalpb::Request::kLeaseRevoke: {
       if (corrupt) return Err(errors::Corrupt());
+      if (!denied.ok()) return Err(denied);
       const size_t revisions = batch.changes().size();
       auto r = InTxn(batch, [&](mvcc::WriteTxn& t) {
         return mvcc::ExecuteLeaseRevoke(t, req.lease_revoke());
@@ -162,10 +170,178 @@ ApplyResult Applier::ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Req
       }
       return Ok(etcdserverpb::MemberListResponse());
     }
+    case internalpb::Request::kAuthEnable:
+    case internalpb::Request::kAuthDisable:
+    case internalpb::Request::kAuthenticate:
+    case internalpb::Request::kUserAdd:
+    case internalpb::Request::kUserDelete:
+    case internalpb::Request::kUserChangePassword:
+    case internalpb::Request::kUserGrantRole:
+    case internalpb::Request::kUserRevokeRole:
+    case internalpb::Request::kUserGet:
+    case internalpb::Request::kUserList:
+    case internalpb::Request::kRoleAdd:
+    case internalpb::Request::kRoleDelete:
+    case internalpb::Request::kRoleGrantPermission:
+    case internalpb::Request::kRoleRevokePermission:
+    case internalpb::Request::kRoleGet:
+    case internalpb::Request::kRoleList:
+      if (!denied.ok()) return Err(denied);
+      return ApplyAuthRequest(batch, req, index);
     case internalpb::Request::OP_NOT_SET:
       break;
   }
   return Err(InvalidArgument("empty request"));
+}
+
+Status Applier::CheckPermission(mvcc::ApplyBatch& batch, const internalpb::Request& req) {
+  if (!req.has_auth() || !d_.auth->Enabled()) return Status::Ok();
+  const AuthInfo who{req.auth().username(), req.auth().revision()};
+  const AuthStore& as = *d_.auth;
+  // etcd's checkLeasePuts: a user may attach keys to a lease, or revoke it, only when it may
+  // write every key already attached (revoking deletes them).
+  auto lease_keys_writable = [&](int64_t lease) -> Status {
+    if (lease == 0) return Status::Ok();
+    ETCDW_ASSIGN_OR_RETURN(auto keys,
+                           mvcc::LeaseTable::AttachedKeys(d_.kv->engine(), lease, &batch.batch()));
+    for (const std::string& k : keys) ETCDW_RETURN_IF_ERROR(as.CheckPut(who, k));
+    return Status::Ok();
+  };
+  switch (req.op_case()) {
+    case internalpb::Request::kPut: {
+      const auto& p = req.put();
+      ETCDW_RETURN_IF_ERROR(as.CheckPut(who, p.key()));
+      ETCDW_RETURN_IF_ERROR(lease_keys_writable(p.lease()));
+      if (p.prev_kv()) return as.CheckRange(who, p.key(), {});
+      return Status::Ok();
+    }
+    case internalpb::Request::kDeleteRange: {
+      const auto& d = req.delete_range();
+      ETCDW_RETURN_IF_ERROR(as.CheckDeleteRange(who, d.key(), d.range_end()));
+      if (d.prev_kv()) return as.CheckRange(who, d.key(), d.range_end());
+      return Status::Ok();
+    }
+    case internalpb::Request::kTxn:
+      return as.CheckTxn(who, req.txn());
+    case internalpb::Request::kLeaseRevoke:
+      return lease_keys_writable(req.lease_revoke().id());
+    case internalpb::Request::kUserGet:
+      // A user may read its own roles.
+      if (Status st = as.CheckAdmin(who); !st.ok() && req.user_get().name() != who.user) {
+        return st;
+      }
+      return Status::Ok();
+    case internalpb::Request::kRoleGet:
+      // A user may read the roles granted to it.
+      if (Status st = as.CheckAdmin(who);
+          !st.ok() && !as.HasRole(who.user, req.role_get().role())) {
+        return st;
+      }
+      return Status::Ok();
+    case internalpb::Request::kAuthEnable:
+    case internalpb::Request::kAuthDisable:
+    case internalpb::Request::kUserAdd:
+    case internalpb::Request::kUserDelete:
+    case internalpb::Request::kUserChangePassword:
+    case internalpb::Request::kUserGrantRole:
+    case internalpb::Request::kUserRevokeRole:
+    case internalpb::Request::kUserList:
+    case internalpb::Request::kRoleAdd:
+    case internalpb::Request::kRoleDelete:
+    case internalpb::Request::kRoleGrantPermission:
+    case internalpb::Request::kRoleRevokePermission:
+    case internalpb::Request::kRoleList:
+      return as.CheckAdmin(who);
+    default:
+      return Status::Ok();
+  }
+}
+
+ApplyResult Applier::ApplyAuthRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req,
+                                      uint64_t index) {
+  AuthStore& as = *d_.auth;
+  storage::Batch& b = batch.batch();
+  // Every answer carries the store's revision, as etcd's auth answers do.
+  auto answer = [&](Status st, auto resp) -> ApplyResult {
+    if (!st.ok()) return Err(std::move(st));
+    resp.mutable_header()->set_revision(batch.pending_rev());
+    return Ok(std::move(resp));
+  };
+  switch (req.op_case()) {
+    case internalpb::Request::kAuthEnable:
+      return answer(as.StageEnable(b), etcdserverpb::AuthEnableResponse());
+    case internalpb::Request::kAuthDisable:
+      if (as.StageDisable(b)) d_.tokens->Clear();
+      return answer(Status::Ok(), etcdserverpb::AuthDisableResponse());
+    case internalpb::Request::kAuthenticate: {
+      const auto& a = req.authenticate();
+      if (Status st = as.CheckAuthenticate(a.name()); !st.ok()) return Err(st);
+      etcdserverpb::AuthenticateResponse resp;
+      resp.set_token(d_.tokens->Assign(a.simple_token(), index, a.name()));
+      return answer(Status::Ok(), std::move(resp));
+    }
+    case internalpb::Request::kUserAdd:
+      return answer(as.StageUserAdd(b, req.user_add()), etcdserverpb::AuthUserAddResponse());
+    case internalpb::Request::kUserDelete: {
+      Status st = as.StageUserDelete(b, req.user_delete().name());
+      if (st.ok()) d_.tokens->InvalidateUser(req.user_delete().name());
+      return answer(st, etcdserverpb::AuthUserDeleteResponse());
+    }
+    case internalpb::Request::kUserChangePassword: {
+      const auto& r = req.user_change_password();
+      Status st = as.StageUserChangePassword(b, r.name(), r.hashedpassword());
+      if (st.ok()) d_.tokens->InvalidateUser(r.name());
+      return answer(st, etcdserverpb::AuthUserChangePasswordResponse());
+    }
+    case internalpb::Request::kUserGrantRole:
+      return answer(
+          as.StageUserGrantRole(b, req.user_grant_role().user(), req.user_grant_role().role()),
+          etcdserverpb::AuthUserGrantRoleResponse());
+    case internalpb::Request::kUserRevokeRole:
+      return answer(
+          as.StageUserRevokeRole(b, req.user_revoke_role().name(), req.user_revoke_role().role()),
+          etcdserverpb::AuthUserRevokeRoleResponse());
+    case internalpb::Request::kUserGet: {
+      auto roles = as.UserRoles(req.user_get().name());
+      if (!roles.ok()) return Err(roles.status());
+      etcdserverpb::AuthUserGetResponse resp;
+      for (auto& r : *roles) resp.add_roles(std::move(r));
+      return answer(Status::Ok(), std::move(resp));
+    }
+    case internalpb::Request::kUserList: {
+      etcdserverpb::AuthUserListResponse resp;
+      for (auto& u : as.UserNames()) resp.add_users(std::move(u));
+      return answer(Status::Ok(), std::move(resp));
+    }
+    case internalpb::Request::kRoleAdd:
+      return answer(as.StageRoleAdd(b, req.role_add().name()), etcdserverpb::AuthRoleAddResponse());
+    case internalpb::Request::kRoleDelete:
+      return answer(as.StageRoleDelete(b, req.role_delete().role()),
+                    etcdserverpb::AuthRoleDeleteResponse());
+    case internalpb::Request::kRoleGrantPermission:
+      return answer(as.StageRoleGrantPermission(b, req.role_grant_permission().name(),
+                                                req.role_grant_permission().perm()),
+                    etcdserverpb::AuthRoleGrantPermissionResponse());
+    case internalpb::Request::kRoleRevokePermission: {
+      const auto& r = req.role_revoke_permission();
+      return answer(as.StageRoleRevokePermission(b, r.role(), r.key(), r.range_end()),
+                    etcdserverpb::AuthRoleRevokePermissionResponse());
+    }
+    case internalpb::Request::kRoleGet: {
+      auto perms = as.RolePermissions(req.role_get().role());
+      if (!perms.ok()) return Err(perms.status());
+      etcdserverpb::AuthRoleGetResponse resp;
+      for (auto& p : *perms) *resp.add_perm() = std::move(p);
+      return answer(Status::Ok(), std::move(resp));
+    }
+    case internalpb::Request::kRoleList: {
+      etcdserverpb::AuthRoleListResponse resp;
+      for (auto& r : as.RoleNames()) resp.add_roles(std::move(r));
+      return answer(Status::Ok(), std::move(resp));
+    }
+    default:
+      return Err(InvalidArgument("not an auth request"));
+  }
 }
 
 // etcd allows at most one learner at a time.
@@ -271,7 +447,7 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
     if (!req.ParseFromString(e.data())) {
       return DataLoss("log entry " + std::to_string(e.index()) + " does not hold a valid request");
     }
-    ApplyResult r = ApplyRequest(*batch, req, fx);
+    ApplyResult r = ApplyRequest(*batch, req, e.index(), fx);
     // DataLoss from the store stops the member; the CORRUPT alarm's answer to clients has the
     // same code but is an ordinary result (a client may raise that alarm).
     if (r.status.code() == Code::kDataLoss && r.status != errors::Corrupt()) {

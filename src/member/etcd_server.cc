@@ -113,6 +113,14 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
 
   s->alarms_ = std::make_unique<AlarmStore>();
   ETCDW_RETURN_IF_ERROR(s->alarms_->Load(*s->engine_));
+  // etcd's token kinds: "simple" (its default) here; JWT tokens are not served yet.
+  if (cfg.auth_token != "simple") {
+    return InvalidArgument("auth-token: \"" + cfg.auth_token +
+                           "\" is not supported (etcd-wrapper issues simple tokens only)");
+  }
+  s->auth_ = std::make_unique<AuthStore>();
+  ETCDW_RETURN_IF_ERROR(s->auth_->Load(*s->engine_));
+  s->tokens_ = std::make_unique<SimpleTokens>(clock, cfg.auth_token_ttl);
   s->lessor_ = std::make_unique<Lessor>(clock);
   // The leases in the store, known without expiry until this member leads (a follower lists
   // them and forwards their keepalives).
@@ -135,6 +143,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   deps.compactor = s->compactor_.get();
   deps.lessor = s->lessor_.get();
   deps.alarms = s->alarms_.get();
+  deps.auth = s->auth_.get();
+  deps.tokens = s->tokens_.get();
   deps.hub = s->hub_.get();
   deps.waits = &s->waits_;
   deps.quota = s->quota_.get();
@@ -307,6 +317,8 @@ void EtcdServer::OnSnapshotInstalled() {
   // The state was replaced: reload what is kept in memory beside the store.
   Status st = alarms_->Load(*engine_);
   if (!st.ok()) log::Error("reloading alarms after a snapshot failed", {log::F("error", st)});
+  st = auth_->Load(*engine_);
+  if (!st.ok()) log::Error("reloading auth after a snapshot failed", {log::F("error", st)});
   if (node_->IsLeader()) {
     lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
   } else {
@@ -385,6 +397,7 @@ void EtcdServer::RunPeriodicDuties() {
     soon.swap(soon_);
   }
   for (auto& fn : soon) fn();
+  tokens_->Expire();
   // Requests whose entry was lost (a leader failed after taking it) time out, as in etcd.
   metrics_.proposals_failed.Add(waits_.ExpireBefore(
       clock_.Now(), node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout()));

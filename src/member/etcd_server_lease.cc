@@ -18,10 +18,10 @@ void EtcdServer::LeaseGrant(const etcdserverpb::LeaseGrantRequest& r,
 }
 
 void EtcdServer::LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
-                             Reply<etcdserverpb::LeaseRevokeResponse> reply) {
+                             Reply<etcdserverpb::LeaseRevokeResponse> reply, Who who) {
   internalpb::Request req;
   *req.mutable_lease_revoke() = r;
-  ProposeFor(std::move(req), std::move(reply));
+  ProposeAs(std::move(req), who, std::move(reply));
 }
 
 etcdserverpb::LeaseLeasesResponse EtcdServer::LeaseLeases() {

@@ -143,6 +143,16 @@ void WatchStream::Close() {
   }
 }
 
+void WatchStream::RefuseCreate(const std::string& reason) {
+  std::lock_guard hub_lock(hub_.mu_);
+  if (closed_hub_) return;
+  WatchResponse resp = hub_.NewResponse(-1, hub_.rev_);
+  resp.set_created(true);
+  resp.set_canceled(true);
+  resp.set_cancel_reason(reason);
+  EnqueueControl(resp);
+}
+
 void WatchStream::Create(const etcdserverpb::WatchCreateRequest& req) {
   auto w = std::make_unique<Watcher>();
   w->serial = NextSerial();

@@ -161,10 +161,7 @@ class Exporter {
     summary_.compact_revision = finished;
 
     ETCDW_RETURN_IF_ERROR(WriteAlarms());
-    ETCDW_RETURN_IF_ERROR(writer_->BeginBucket("auth"));
-    ETCDW_RETURN_IF_ERROR(writer_->Put("authRevision", Be64(1)));
-    ETCDW_RETURN_IF_ERROR(writer_->BeginBucket("authRoles"));
-    ETCDW_RETURN_IF_ERROR(writer_->BeginBucket("authUsers"));
+    ETCDW_RETURN_IF_ERROR(WriteAuth());
     ETCDW_RETURN_IF_ERROR(writer_->BeginBucket("cluster"));
     if (!options_.cluster_version.empty()) {
       ETCDW_RETURN_IF_ERROR(writer_->Put("clusterVersion", options_.cluster_version));
@@ -203,6 +200,33 @@ class Exporter {
                       std::to_string(v->size()) + " bytes, not a be64");
     }
     return static_cast<int64_t>(storage::DecodeFixed64BE(v->data()));
+  }
+
+  // etcd's auth buckets from our auth records (member/auth_store.h): `auth` holds authEnabled
+  // (one byte, once authentication was ever enabled) and authRevision (be64; a new store's is
+  // 1); authRoles and authUsers hold authpb.Role and authpb.User by name, as ours do.
+  Status WriteAuth() {
+    namespace meta = storage::meta;
+    ETCDW_RETURN_IF_ERROR(writer_->BeginBucket("auth"));
+    ETCDW_ASSIGN_OR_RETURN(std::optional<std::string> enabled,
+                           engine_.Get(Column::kMeta, meta::kAuthEnabled.key, &snapshot_));
+    if (enabled) ETCDW_RETURN_IF_ERROR(writer_->Put("authEnabled", *enabled));
+    ETCDW_ASSIGN_OR_RETURN(std::optional<std::string> revision,
+                           engine_.Get(Column::kMeta, meta::kAuthRevision.key, &snapshot_));
+    ETCDW_RETURN_IF_ERROR(writer_->Put("authRevision", revision.value_or(Be64(1))));
+    for (const auto* family : {&meta::kAuthRoles, &meta::kAuthUsers}) {
+      ETCDW_RETURN_IF_ERROR(
+          writer_->BeginBucket(family == &meta::kAuthRoles ? "authRoles" : "authUsers"));
+      storage::ReadOptions ro = ro_;
+      ro.lower_bound = std::string(family->key);
+      ro.upper_bound = meta::FamilyEnd(*family);
+      auto it = engine_.NewIterator(Column::kMeta, ro);
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        ETCDW_RETURN_IF_ERROR(writer_->Put(it->key().substr(family->key.size()), it->value()));
+      }
+      ETCDW_RETURN_IF_ERROR(it->status());
+    }
+    return Status::Ok();
   }
 
   Status WriteAlarms() {

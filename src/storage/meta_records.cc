@@ -9,6 +9,7 @@ namespace {
 constexpr std::array kRecords = {
     &kCurrentRev,    &kConsistentIndex, &kScheduledCompactRev, &kFinishedCompactRev,
     &kClusterId,     &kClusterMembers,  &kRemovedMembers,      &kAlarms,
+    &kAuthEnabled,   &kAuthRevision,    &kAuthUsers,           &kAuthRoles,
     &kLocalMemberId, &kJoinMembers,     &kRestoredIdentity,    &kInstallingSnapshot,
     &kKeyIndexHead,  &kKeyIndexChunks,  &kLegacyHardState,     &kLegacyCompacted,
 };

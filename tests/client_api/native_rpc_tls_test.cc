@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "await.h"
 #include "native_rpc_fixture.h"
 #include "support/files.h"
 #include "test_certs.h"
@@ -21,7 +22,8 @@ class NativeRpcTlsTest : public NativeRpcServerTest {
   void SetUp() override {
     NativeRpcServerTest::SetUp();
     ASSERT_TRUE(certs_.AddCa("ca") && certs_.AddCa("other-ca") && certs_.Issue("server", "ca") &&
-                certs_.Issue("client", "ca") && certs_.Issue("stranger", "other-ca"))
+                certs_.Issue("client", "ca") && certs_.Issue("stranger", "other-ca") &&
+                certs_.Issue("root", "ca"))
         << certs_.log();
   }
 
@@ -149,6 +151,50 @@ TEST_F(NativeRpcTlsTest, AnHttpsMetricsUrlServesHttp1EvenToClientsOfferingHttp2)
   // The client certificate settings hold there too.
   EXPECT_EQ(Output(curl + " " + url + "/metrics").find("etcd_server_has_leader"),
             std::string::npos);
+}
+
+// With client-cert-auth and authentication enabled, a request without a token runs as the user
+// its certificate's Common Name names, as etcd's AuthInfoFromTLS does.
+TEST_F(NativeRpcTlsTest, TheCertificatesCommonNameIsTheUserOfRequestsWithoutAToken) {
+  using testsupport::Await;
+  using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
+  for (const char* user : {"root", "client"}) {
+    AuthUserAddRequest add;
+    add.set_name(user);
+    add.mutable_options()->set_no_password(true);
+    ASSERT_TRUE(Await<AuthUserAddResponse>([&](auto done) { server_->UserAdd(add, done); }).ok());
+  }
+  AuthUserGrantRoleRequest grant;
+  grant.set_user("root");
+  grant.set_role("root");
+  ASSERT_TRUE(Await<AuthUserGrantRoleResponse>([&](auto done) {
+                server_->UserGrantRole(grant, done);
+              }).ok());
+  AuthRoleAddRequest role;
+  role.set_name("writer");
+  ASSERT_TRUE(Await<AuthRoleAddResponse>([&](auto done) { server_->RoleAdd(role, done); }).ok());
+  AuthRoleGrantPermissionRequest perm;
+  perm.set_name("writer");
+  perm.mutable_perm()->set_key("k");
+  perm.mutable_perm()->set_permtype(authpb::Permission::WRITE);
+  ASSERT_TRUE(Await<AuthRoleGrantPermissionResponse>([&](auto done) {
+                server_->RoleGrantPermission(perm, done);
+              }).ok());
+  StartNative(TlsOptions(/*client_cert_auth=*/true));
+  auto client = TlsKv("client");
+  ASSERT_TRUE(Await<AuthEnableResponse>([&](auto done) { server_->AuthEnable(done); }).ok());
+  // "client" may not write "k" until it has the role; "root" may.
+  grpc::Status st = TryPut(*client);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_EQ(st.error_message(), "etcdserver: permission denied");
+  EXPECT_TRUE(TryPut(*TlsKv("root")).ok());
+  grant.set_user("client");
+  grant.set_role("writer");
+  ASSERT_TRUE(Await<AuthUserGrantRoleResponse>([&](auto done) {
+                server_->UserGrantRole(grant, done);
+              }).ok());
+  st = TryPut(*client);
+  EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
 TEST_F(NativeRpcTlsTest, UnusableTlsFilesAreRefusedAtStartWithTheSettingsName) {

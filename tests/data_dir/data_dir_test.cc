@@ -860,6 +860,14 @@ TEST_F(DataDirTest, EveryMetaRecordAMemberWritesIsDeclared) {
             std::string::npos)
       << full.detail;
   EXPECT_EQ(CheckDataDir(dir, false).state, DataDirState::kValid);
+  // An auth record the member could not load, too.
+  const std::string bad_user = DamagedCopy("auth", [](storage::Engine&, storage::Batch& b) {
+    b.Put(Column::kMeta, meta::KeyIn(meta::kAuthUsers, "alice"), "\x0a\x03bob");
+  });
+  full = CheckDataDir(bad_user, true);
+  EXPECT_EQ(full.state, DataDirState::kCorrupt);
+  EXPECT_NE(full.detail.find("meta record \"auth/user/alice\" is corrupt"), std::string::npos)
+      << full.detail;
 }
 
 TEST_F(DataDirTest, CheckJudgesTheRaftStateAgainstTheAppliedIndex) {

@@ -91,6 +91,14 @@ inline std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
+// The "Error: ..." line etcdctl prints on stderr when a command fails.
+inline std::string ErrorLine(const std::string& err) {
+  for (const auto& line : Lines(err)) {
+    if (line.rfind("Error:", 0) == 0) return line;
+  }
+  return "";
+}
+
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

@@ -28,14 +28,6 @@ std::string HexId(uint64_t v) {
   return buf;
 }
 
-// The "Error: ..." line etcdctl prints on stderr when a command fails.
-std::string ErrorLine(const std::string& err) {
-  for (const auto& line : Lines(err)) {
-    if (line.rfind("Error:", 0) == 0) return line;
-  }
-  return "";
-}
-
 class EtcdctlTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(member_.Start()) << member_.log(); }
@@ -693,6 +685,63 @@ class DifferentialEtcdctlTest : public ::testing::Test {
   Member etcd_{Member::Kind::kEtcd};
   Member ours_{Member::Kind::kEtcdWrapper};
 };
+
+// A whole authentication scenario, etcdctl's user, role and auth commands and every kind of
+// permission check, prints what it prints against etcd.
+TEST_F(DifferentialEtcdctlTest, AFullAuthScenarioPrintsWhatEtcdPrints) {
+  const std::vector<std::vector<std::string>> script = {
+      {"user", "add", "root:rootpw"},
+      {"role", "add", "root"},
+      {"user", "grant-role", "root", "root"},
+      {"user", "add", "alice:apw"},
+      {"user", "add", "alice:again"},
+      {"role", "add", "r1"},
+      {"role", "grant-permission", "r1", "readwrite", "/a/", "--prefix=true"},
+      {"role", "grant-permission", "r1", "read", "/b"},
+      {"role", "grant-permission", "r1", "write", "/w", "/x"},
+      {"user", "grant-role", "alice", "r1"},
+      {"user", "grant-role", "alice", "missing"},
+      {"auth", "enable"},
+      {"put", "/a/x", "1"},
+      {"--user=alice:apw", "put", "/a/x", "1"},
+      {"--user=alice:apw", "put", "/b", "1"},
+      {"--user=root:rootpw", "put", "/b", "2"},
+      {"--user=alice:apw", "get", "/b"},
+      {"--user=alice:apw", "get", "/c"},
+      {"--user=alice:apw", "get", "/a/", "--prefix"},
+      {"--user=alice:apw", "del", "/w", "/x"},
+      {"--user=alice:wrong", "get", "/b"},
+      {"--user=nobody:pw", "get", "/b"},
+      {"--user=alice:apw", "user", "list"},
+      {"--user=root:rootpw", "user", "list"},
+      {"--user=root:rootpw", "role", "list"},
+      {"--user=root:rootpw", "role", "get", "r1"},
+      {"--user=alice:apw", "role", "get", "r1"},
+      {"--user=alice:apw", "user", "get", "alice"},
+      {"--user=alice:apw", "user", "get", "root"},
+      {"--user=root:rootpw", "user", "get", "alice", "--detail"},
+      {"--user=root:rootpw", "role", "revoke-permission", "r1", "/b"},
+      {"--user=root:rootpw", "role", "revoke-permission", "r1", "/nope"},
+      {"--user=alice:apw", "get", "/b"},
+      {"--user=root:rootpw", "user", "passwd", "alice", "--interactive=false"},
+      {"--user=alice:apw", "get", "/a/x"},
+      {"--user=alice:newpw", "get", "/a/x"},
+      {"--user=root:rootpw", "user", "revoke-role", "alice", "r1"},
+      {"--user=root:rootpw", "user", "revoke-role", "alice", "r1"},
+      {"--user=alice:newpw", "get", "/a/x"},
+      {"--user=root:rootpw", "user", "delete", "root"},
+      {"--user=root:rootpw", "role", "delete", "root"},
+      {"--user=root:rootpw", "user", "revoke-role", "root", "root"},
+      {"--user=alice:newpw", "endpoint", "hashkv"},
+      {"--user=root:rootpw", "role", "delete", "r1"},
+      {"--user=root:rootpw", "user", "delete", "alice"},
+      {"--user=root:rootpw", "auth", "disable"},
+      {"get", "/b"},
+  };
+  for (const auto& args : script) {
+    Same(args, args.size() > 3 && args[2] == "passwd" ? "newpw\n" : "");
+  }
+}
 
 TEST_F(DifferentialEtcdctlTest, KvCommands) {
   Same({"put", "a", "1"});

@@ -230,6 +230,40 @@ TEST_F(EtcdServerTest, ExpiredLeaseRevokesItsKeysByTheInjectedClock) {
   EXPECT_EQ(info->ttl(), -1);
 }
 
+// Lease expiry is the member's own request: no user's permission limits it once authentication
+// is enabled (etcd 3.4 revokes as root). Clients' requests are checked: a client without a token
+// may no longer write.
+TEST_F(EtcdServerTest, ExpiredLeasesAreRevokedWhileAuthenticationIsEnabled) {
+  Open();
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_ttl(5);
+  auto lease =
+      Await<etcdserverpb::LeaseGrantResponse>([&](auto cb) { server_->LeaseGrant(g, cb); });
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  ASSERT_TRUE(Put("leased", "v", lease->id()).ok());
+  etcdserverpb::AuthUserAddRequest root;
+  root.set_name("root");
+  root.mutable_options()->set_no_password(true);
+  ASSERT_TRUE(
+      Await<etcdserverpb::AuthUserAddResponse>([&](auto cb) { server_->UserAdd(root, cb); }).ok());
+  etcdserverpb::AuthUserGrantRoleRequest grant;
+  grant.set_user("root");
+  grant.set_role("root");
+  ASSERT_TRUE(Await<etcdserverpb::AuthUserGrantRoleResponse>([&](auto cb) {
+                server_->UserGrantRole(grant, cb);
+              }).ok());
+  ASSERT_TRUE(
+      Await<etcdserverpb::AuthEnableResponse>([&](auto cb) { server_->AuthEnable(cb); }).ok());
+  etcdserverpb::PutRequest anonymous;
+  anonymous.set_key("k");
+  auto refused = Await<etcdserverpb::PutResponse>(
+      [&](auto cb) { server_->Put(anonymous, cb, member::AuthInfo{}); });
+  EXPECT_EQ(refused.status(), errors::UserEmpty());
+  clock_.Advance(std::chrono::seconds(6));
+  server_->RunPeriodicDuties();
+  EXPECT_TRUE(testsupport::WaitUntil([&] { return Get("leased")->kvs_size() == 0; }));
+}
+
 TEST_F(EtcdServerTest, LeasesSurviveRestartWithFullTtl) {
   Open();
   etcdserverpb::LeaseGrantRequest g;

@@ -43,7 +43,8 @@ Client::Client(std::shared_ptr<grpc::Channel> ch)
       watch(etcdserverpb::Watch::NewStub(ch)),
       lease(etcdserverpb::Lease::NewStub(ch)),
       maintenance(etcdserverpb::Maintenance::NewStub(ch)),
-      cluster(etcdserverpb::Cluster::NewStub(ch)) {}
+      cluster(etcdserverpb::Cluster::NewStub(ch)),
+      auth(etcdserverpb::Auth::NewStub(ch)) {}
 
 grpc::Status Client::Put(const std::string& key, const std::string& value, int64_t lease,
                          etcdserverpb::PutResponse* out) {

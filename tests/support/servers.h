@@ -31,6 +31,7 @@ class Client {
   std::unique_ptr<etcdserverpb::Lease::Stub> lease;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
   std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
+  std::unique_ptr<etcdserverpb::Auth::Stub> auth;
 
   // Convenience wrappers that fail the test-visible status instead of crashing.
   grpc::Status Put(const std::string& key, const std::string& value, int64_t lease = 0,

@@ -65,6 +65,13 @@ struct EtcdConfig {
 
   std::string log_level = "info";
 
+  // Authentication (member/auth_store.h): the token kind ("simple", or "jwt,pub-key=...,..."),
+  // bcrypt's cost for new password hashes (etcd: an invalid cost is replaced by 10), and how
+  // long a simple token lives without being used.
+  std::string auth_token = "simple";
+  uint64_t bcrypt_cost = 10;
+  std::chrono::seconds auth_token_ttl{300};
+
   // The default quota etcd applies when quota-backend-bytes is 0.
   static constexpr int64_t kDefaultQuotaBytes = int64_t{2} * 1024 * 1024 * 1024;
   int64_t EffectiveQuotaBytes() const {

@@ -43,6 +43,30 @@ ETCDW_ETCD_ERROR(TooManyLearners, kFailedPrecondition,
                  "etcdserver: too many learner members in cluster")
 ETCDW_ETCD_ERROR(ClusterIdMismatch, kFailedPrecondition, "etcdserver: cluster ID mismatch")
 
+// Auth
+ETCDW_ETCD_ERROR(RootUserNotExist, kFailedPrecondition, "etcdserver: root user does not exist")
+ETCDW_ETCD_ERROR(RootRoleNotExist, kFailedPrecondition,
+                 "etcdserver: root user does not have root role")
+ETCDW_ETCD_ERROR(UserAlreadyExist, kFailedPrecondition, "etcdserver: user name already exists")
+ETCDW_ETCD_ERROR(UserEmpty, kInvalidArgument, "etcdserver: user name is empty")
+ETCDW_ETCD_ERROR(UserNotFound, kFailedPrecondition, "etcdserver: user name not found")
+ETCDW_ETCD_ERROR(RoleAlreadyExist, kFailedPrecondition, "etcdserver: role name already exists")
+ETCDW_ETCD_ERROR(RoleNotFound, kFailedPrecondition, "etcdserver: role name not found")
+ETCDW_ETCD_ERROR(RoleEmpty, kInvalidArgument, "etcdserver: role name is empty")
+ETCDW_ETCD_ERROR(AuthFailed, kInvalidArgument,
+                 "etcdserver: authentication failed, invalid user ID or password")
+ETCDW_ETCD_ERROR(PermissionDenied, kPermissionDenied, "etcdserver: permission denied")
+ETCDW_ETCD_ERROR(RoleNotGranted, kFailedPrecondition, "etcdserver: role is not granted to the user")
+ETCDW_ETCD_ERROR(PermissionNotGranted, kFailedPrecondition,
+                 "etcdserver: permission is not granted to the role")
+ETCDW_ETCD_ERROR(AuthNotEnabled, kFailedPrecondition, "etcdserver: authentication is not enabled")
+ETCDW_ETCD_ERROR(InvalidAuthToken, kUnauthenticated, "etcdserver: invalid auth token")
+ETCDW_ETCD_ERROR(InvalidAuthMgmt, kInvalidArgument, "etcdserver: invalid auth management")
+ETCDW_ETCD_ERROR(AuthOldRevision, kInvalidArgument, "etcdserver: revision of auth store is old")
+// Not among etcd's gRPC errors: it reaches clients as code Unknown with the auth package's text.
+ETCDW_ETCD_ERROR(NoPasswordUser, kUnknown,
+                 "auth: authentication failed, password was given for no password user")
+
 // Leadership and availability
 ETCDW_ETCD_ERROR(NoLeader, kUnavailable, "etcdserver: no leader")
 ETCDW_ETCD_ERROR(NotLeader, kFailedPrecondition, "etcdserver: not leader")

@@ -12,6 +12,8 @@
 #include "etcdw/internal.pb.h"
 #include "etcdw/member/alarm_store.h"
 #include "etcdw/member/apply_result.h"
+#include "etcdw/member/auth_store.h"
+#include "etcdw/member/auth_tokens.h"
 #include "etcdw/member/lessor.h"
 #include "etcdw/member/quota.h"
 #include "etcdw/member/server_metrics.h"
@@ -27,6 +29,8 @@ struct ApplierDeps {
   mvcc::Compactor* compactor = nullptr;
   Lessor* lessor = nullptr;
   AlarmStore* alarms = nullptr;
+  AuthStore* auth = nullptr;
+  SimpleTokens* tokens = nullptr;
   WatchHub* hub = nullptr;
   WaitRegistry* waits = nullptr;
   Quota* quota = nullptr;
@@ -57,7 +61,15 @@ class Applier {
     std::vector<std::pair<int64_t, int64_t>> granted;  // lease id, ttl
     std::vector<int64_t> revoked;
   };
-  ApplyResult ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req, Effects& fx);
+  // `index`: the entry's (Authenticate names its token after it).
+  ApplyResult ApplyRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req, uint64_t index,
+                           Effects& fx);
+  // The permission a client's request needs (etcd's authApplierV3), judged against the auth
+  // state as applied so far; OK for the member's own requests (no auth header).
+  Status CheckPermission(mvcc::ApplyBatch& batch, const internalpb::Request& req);
+  // User and role management, and Authenticate.
+  ApplyResult ApplyAuthRequest(mvcc::ApplyBatch& batch, const internalpb::Request& req,
+                               uint64_t index);
   // Validates a membership change against the current members and stages it; clears the
   // change's node_id when it is refused.
   ApplyResult ApplyConfChange(mvcc::ApplyBatch& batch, raftpb::ConfChange& cc);

@@ -47,6 +47,8 @@
 #include "etcdw/member/alarm_store.h"
 #include "etcdw/member/applier.h"
 #include "etcdw/member/apply_result.h"
+#include "etcdw/member/auth_store.h"
+#include "etcdw/member/auth_tokens.h"
 #include "etcdw/member/auto_compactor.h"
 #include "etcdw/member/lessor.h"
 #include "etcdw/member/node.h"
@@ -94,24 +96,33 @@ class EtcdServer {
   // Sets cluster_id, member_id, raft_term, and the current revision if revision is 0.
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
 
+  // Who asks. The client API passes the identity of every client request (AuthInfoFromToken,
+  // or an empty AuthInfo when the client gave none), which the auth store checks: reads when
+  // served, writes when applied. nullopt: the member's own callers (tests, in-process tools),
+  // which no permission limits.
+  using Who = std::optional<AuthInfo>;
+
   // --- KV ---
   // Range: caller (serializable; or linearizable where CanReadLocally), read, or stop.
   // Put, DeleteRange, Txn: caller (refused), apply, ticker (timeout) or stop; a read-only Txn
   // is served as a Range. Compact: as Put, or task when physical (it waits for the deletion).
-  void Range(const etcdserverpb::RangeRequest& r, Reply<etcdserverpb::RangeResponse> reply);
-  void Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply);
+  void Range(const etcdserverpb::RangeRequest& r, Reply<etcdserverpb::RangeResponse> reply,
+             Who who = std::nullopt);
+  void Put(const etcdserverpb::PutRequest& r, Reply<etcdserverpb::PutResponse> reply,
+           Who who = std::nullopt);
   void DeleteRange(const etcdserverpb::DeleteRangeRequest& r,
-                   Reply<etcdserverpb::DeleteRangeResponse> reply);
-  void Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnResponse> reply);
+                   Reply<etcdserverpb::DeleteRangeResponse> reply, Who who = std::nullopt);
+  void Txn(const etcdserverpb::TxnRequest& r, Reply<etcdserverpb::TxnResponse> reply,
+           Who who = std::nullopt);
   void Compact(const etcdserverpb::CompactionRequest& r,
-               Reply<etcdserverpb::CompactionResponse> reply);
+               Reply<etcdserverpb::CompactionResponse> reply, Who who = std::nullopt);
 
   // --- Lease ---
   // LeaseGrant, LeaseRevoke: caller (refused), apply, ticker or stop.
   void LeaseGrant(const etcdserverpb::LeaseGrantRequest& r,
                   Reply<etcdserverpb::LeaseGrantResponse> reply);
   void LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
-                   Reply<etcdserverpb::LeaseRevokeResponse> reply);
+                   Reply<etcdserverpb::LeaseRevokeResponse> reply, Who who = std::nullopt);
   // Keepalive: the lease's TTL; 0 when the lease is unknown or expired (etcd's answer). The
   // leader renews; another member forwards the renewal to it. Reply: caller (on the leader, or
   // refused), peer (the leader's answer), ticker (retried, timed out) or stop.
@@ -160,6 +171,51 @@ class EtcdServer {
   // a graceful stop, as etcd does). Blocks the caller at most `timeout`: never call it from a
   // reply or from one of the member's threads.
   void TransferLeadershipForStop(std::chrono::milliseconds timeout);
+
+  // --- Auth (etcd_server_auth.cc) ---
+  // Every call is proposed and answered once applied, like Put; the auth store judges `who`
+  // then (the root role for management; UserGet and RoleGet also for the user's own). UserAdd
+  // and UserChangePassword hash the password first on a task thread: only the hash is
+  // proposed. Authenticate confirms it serves current state (a ReadIndex round), compares the
+  // password on a task thread, then proposes the token (auth_tokens.h). AuthStatus: as a
+  // linearizable Range.
+  AuthStore& auth() { return *auth_; }
+  // The caller a token names (etcd's AuthInfoFromCtx): its user at the current auth revision;
+  // InvalidAuthToken when the token is unknown or expired (whether or not auth is enabled).
+  Result<AuthInfo> AuthInfoFromToken(const std::string& token);
+  void AuthEnable(Reply<etcdserverpb::AuthEnableResponse> reply, Who who = std::nullopt);
+  void AuthDisable(Reply<etcdserverpb::AuthDisableResponse> reply, Who who = std::nullopt);
+  void AuthStatus(Reply<etcdserverpb::AuthStatusResponse> reply);
+  void Authenticate(const etcdserverpb::AuthenticateRequest& r,
+                    Reply<etcdserverpb::AuthenticateResponse> reply);
+  void UserAdd(const etcdserverpb::AuthUserAddRequest& r,
+               Reply<etcdserverpb::AuthUserAddResponse> reply, Who who = std::nullopt);
+  void UserGet(const etcdserverpb::AuthUserGetRequest& r,
+               Reply<etcdserverpb::AuthUserGetResponse> reply, Who who = std::nullopt);
+  void UserList(Reply<etcdserverpb::AuthUserListResponse> reply, Who who = std::nullopt);
+  void UserDelete(const etcdserverpb::AuthUserDeleteRequest& r,
+                  Reply<etcdserverpb::AuthUserDeleteResponse> reply, Who who = std::nullopt);
+  void UserChangePassword(const etcdserverpb::AuthUserChangePasswordRequest& r,
+                          Reply<etcdserverpb::AuthUserChangePasswordResponse> reply,
+                          Who who = std::nullopt);
+  void UserGrantRole(const etcdserverpb::AuthUserGrantRoleRequest& r,
+                     Reply<etcdserverpb::AuthUserGrantRoleResponse> reply, Who who = std::nullopt);
+  void UserRevokeRole(const etcdserverpb::AuthUserRevokeRoleRequest& r,
+                      Reply<etcdserverpb::AuthUserRevokeRoleResponse> reply,
+                      Who who = std::nullopt);
+  void RoleAdd(const etcdserverpb::AuthRoleAddRequest& r,
+               Reply<etcdserverpb::AuthRoleAddResponse> reply, Who who = std::nullopt);
+  void RoleGet(const etcdserverpb::AuthRoleGetRequest& r,
+               Reply<etcdserverpb::AuthRoleGetResponse> reply, Who who = std::nullopt);
+  void RoleList(Reply<etcdserverpb::AuthRoleListResponse> reply, Who who = std::nullopt);
+  void RoleDelete(const etcdserverpb::AuthRoleDeleteRequest& r,
+                  Reply<etcdserverpb::AuthRoleDeleteResponse> reply, Who who = std::nullopt);
+  void RoleGrantPermission(const etcdserverpb::AuthRoleGrantPermissionRequest& r,
+                           Reply<etcdserverpb::AuthRoleGrantPermissionResponse> reply,
+                           Who who = std::nullopt);
+  void RoleRevokePermission(const etcdserverpb::AuthRoleRevokePermissionRequest& r,
+                            Reply<etcdserverpb::AuthRoleRevokePermissionResponse> reply,
+                            Who who = std::nullopt);
 
   // The member's own counters (server_metrics.h); MetricsText writes the whole page.
   ServerMetrics& metrics() { return metrics_; }
@@ -212,6 +268,25 @@ class EtcdServer {
   std::chrono::milliseconds RequestTimeout() const;
   template <typename Resp>
   void ProposeFor(internalpb::Request req, Reply<Resp> reply);
+  // ProposeFor, with `who` in the request's auth header.
+  template <typename Resp>
+  void ProposeAs(internalpb::Request req, const Who& who, Reply<Resp> reply) {
+    if (who) {
+      req.mutable_auth()->set_username(who->user);
+      req.mutable_auth()->set_revision(who->revision);
+    }
+    ProposeFor(std::move(req), std::move(reply));
+  }
+  // etcd's doSerialize for reads: `check` before serving, then the answer refused with
+  // AuthOldRevision when the auth store changed while it was served.
+  Status CheckRead(const Who& who, const std::function<Status(const AuthInfo&)>& check) const;
+  bool AuthChangedSince(const Who& who) const;
+  // One try of Authenticate; tries again (at most `attempts_left` times in all) when the auth
+  // store changed between the password check and the token's entry.
+  void AuthenticateAttempt(std::string name, std::string password,
+                           Reply<etcdserverpb::AuthenticateResponse> reply, int attempts_left);
+  // Hashes `password` on a task thread (bcrypt is slow), then calls `then` there.
+  void HashThen(std::string password, std::function<void(Result<std::string>)> then);
   // When `cost` does not fit the quota: raises NOSPACE, calls `reply` with NoSpace once the
   // alarm is applied, and returns true.
   bool OverQuota(int64_t cost, std::function<void(Status)> reply);
@@ -234,6 +309,8 @@ class EtcdServer {
   uint64_t local_id_ = 0;
   cluster::Membership membership_;
   std::unique_ptr<AlarmStore> alarms_;
+  std::unique_ptr<AuthStore> auth_;
+  std::unique_ptr<SimpleTokens> tokens_;
   std::unique_ptr<Lessor> lessor_;
   std::unique_ptr<Quota> quota_;
   std::unique_ptr<WatchHub> hub_;

@@ -59,6 +59,9 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
  public:
   // Requests from the client.
   void Create(const etcdserverpb::WatchCreateRequest& req);
+  // A create request refused before any watcher exists (auth): answered in order with what
+  // etcd sends, watch ID -1, created and canceled, and `reason`.
+  void RefuseCreate(const std::string& reason);
   void Cancel(int64_t watch_id);
   void RequestProgress();
   // The sink finished the current write (ok=false: the stream is broken).

@@ -81,6 +81,18 @@ inline constexpr Record kAlarms{
     "alarm/", true,     Kind::kReplicated,
     false,    "member", "<be64 member ID><u8 AlarmType> -> empty (member/alarm_store.h)"};
 
+// --- authentication (member/auth_store.h) ---
+inline constexpr Record kAuthEnabled{"auth/enabled", false,    Kind::kReplicated,
+                                     true,           "member", "u8: 1 when enabled"};
+inline constexpr Record kAuthRevision{
+    "auth/revision",   false,
+    Kind::kReplicated, true,
+    "member",          "be64: the auth store's revision (etcd's authRevision)"};
+inline constexpr Record kAuthUsers{"auth/user/", true,     Kind::kReplicated,
+                                   true,         "member", "<user name> -> authpb.User"};
+inline constexpr Record kAuthRoles{"auth/role/", true,     Kind::kReplicated,
+                                   true,         "member", "<role name> -> authpb.Role"};
+
 // --- this member's own ---
 inline constexpr Record kLocalMemberId{
     "local/member_id", false, Kind::kLocal, false, "cluster", "be64: this member's ID"};

@@ -1,0 +1,189 @@
+// EtcdServer's Auth API (etcd_server.h): user and role management proposed through the log and
+// judged by the auth store when applied; Authenticate with the password compared off the
+// member's busy threads; tokens resolved for the client API.
+#include "etcdw/common/etcd_errors.h"
+#include "etcdw/member/etcd_server.h"
+#include "etcdw/member/raft_node.h"
+#include "password_hash.h"
+
+namespace etcdw::member {
+
+using namespace etcdserverpb;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+// How often Authenticate starts again when the auth store changed between the password check
+// and the token's entry (etcd retries without a bound; a store changing that often is a
+// client's loop, which gets AuthOldRevision instead).
+constexpr int kAuthenticateAttempts = 5;
+
+}  // namespace
+
+Result<AuthInfo> EtcdServer::AuthInfoFromToken(const std::string& token) {
+  if (auto user = tokens_->UserOf(token)) return AuthInfo{*user, auth_->Revision()};
+  return errors::InvalidAuthToken();
+}
+
+void EtcdServer::HashThen(std::string password, std::function<void(Result<std::string>)> then) {
+  const int cost = static_cast<int>(cfg_.bcrypt_cost);
+  tasks_->Submit([password = std::move(password), cost, then = std::move(then)] {
+    then(HashPassword(password, cost));
+  });
+}
+
+void EtcdServer::AuthEnable(Reply<AuthEnableResponse> reply, Who who) {
+  internalpb::Request req;
+  req.mutable_auth_enable();
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::AuthDisable(Reply<AuthDisableResponse> reply, Who who) {
+  internalpb::Request req;
+  req.mutable_auth_disable();
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::AuthStatus(Reply<AuthStatusResponse> reply) {
+  auto serve = [this, reply](Status st) {
+    if (!st.ok()) return reply(st);
+    AuthStatusResponse resp;
+    resp.set_enabled(auth_->Enabled());
+    resp.set_authrevision(auth_->Revision());
+    reply(std::move(resp));
+  };
+  if (node_->CanReadLocally()) return serve(Status::Ok());
+  node_->ReadIndex([this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
+}
+
+void EtcdServer::Authenticate(const AuthenticateRequest& r, Reply<AuthenticateResponse> reply) {
+  AuthenticateAttempt(r.name(), r.password(), std::move(reply), kAuthenticateAttempts);
+}
+
+void EtcdServer::AuthenticateAttempt(std::string name, std::string password,
+                                     Reply<AuthenticateResponse> reply, int attempts_left) {
+  // The password is compared against current state: after a ReadIndex round, as etcd does.
+  auto check = [this, name, password, reply, attempts_left](Status st) {
+    if (!st.ok()) return reply(st);
+    auto creds = auth_->CredentialsOf(name);
+    if (!creds.ok()) return reply(creds.status());
+    tasks_->Submit([this, name, password, reply, attempts_left, creds = *creds] {
+      if (!PasswordMatches(creds.password_hash, password)) return reply(errors::AuthFailed());
+      internalpb::Request req;
+      req.mutable_authenticate()->set_name(name);
+      req.mutable_authenticate()->set_simple_token(SimpleTokens::NewPrefix());
+      ProposeFor<AuthenticateResponse>(
+          std::move(req), [this, name, password, reply, attempts_left,
+                           checked = creds.revision](Result<AuthenticateResponse> got) {
+            if (!got.ok() || checked == auth_->Revision()) return reply(std::move(got));
+            // The store changed after the password was checked (say, the password itself):
+            // check again rather than hand out a token for a stale password.
+            if (attempts_left <= 1) return reply(errors::AuthOldRevision());
+            RunSoon([this, name, password, reply, attempts_left] {
+              AuthenticateAttempt(name, password, reply, attempts_left - 1);
+            });
+          });
+    });
+  };
+  if (node_->CanReadLocally()) return check(Status::Ok());
+  node_->ReadIndex([this, check](Status st) { reads_->Submit([check, st] { check(st); }); });
+}
+
+void EtcdServer::UserAdd(const AuthUserAddRequest& r, Reply<AuthUserAddResponse> reply, Who who) {
+  // Built afresh: the plain password never enters the log.
+  internalpb::Request req;
+  AuthUserAddRequest* add = req.mutable_user_add();
+  add->set_name(r.name());
+  *add->mutable_options() = r.options();
+  if (r.options().no_password()) return ProposeAs(std::move(req), who, std::move(reply));
+  HashThen(r.password(), [this, req = std::move(req), who, reply](Result<std::string> hash) {
+    if (!hash.ok()) return reply(hash.status());
+    internalpb::Request hashed = req;
+    hashed.mutable_user_add()->set_hashedpassword(*hash);
+    ProposeAs(std::move(hashed), who, reply);
+  });
+}
+
+void EtcdServer::UserChangePassword(const AuthUserChangePasswordRequest& r,
+                                    Reply<AuthUserChangePasswordResponse> reply, Who who) {
+  HashThen(r.password(), [this, name = r.name(), who, reply](Result<std::string> hash) {
+    if (!hash.ok()) return reply(hash.status());
+    internalpb::Request req;
+    req.mutable_user_change_password()->set_name(name);
+    req.mutable_user_change_password()->set_hashedpassword(*hash);
+    ProposeAs(std::move(req), who, reply);
+  });
+}
+
+void EtcdServer::UserGet(const AuthUserGetRequest& r, Reply<AuthUserGetResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_user_get() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::UserList(Reply<AuthUserListResponse> reply, Who who) {
+  internalpb::Request req;
+  req.mutable_user_list();
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::UserDelete(const AuthUserDeleteRequest& r, Reply<AuthUserDeleteResponse> reply,
+                            Who who) {
+  internalpb::Request req;
+  *req.mutable_user_delete() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::UserGrantRole(const AuthUserGrantRoleRequest& r,
+                               Reply<AuthUserGrantRoleResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_user_grant_role() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::UserRevokeRole(const AuthUserRevokeRoleRequest& r,
+                                Reply<AuthUserRevokeRoleResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_user_revoke_role() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::RoleAdd(const AuthRoleAddRequest& r, Reply<AuthRoleAddResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_role_add() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::RoleGet(const AuthRoleGetRequest& r, Reply<AuthRoleGetResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_role_get() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::RoleList(Reply<AuthRoleListResponse> reply, Who who) {
+  internalpb::Request req;
+  req.mutable_role_list();
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::RoleDelete(const AuthRoleDeleteRequest& r, Reply<AuthRoleDeleteResponse> reply,
+                            Who who) {
+  internalpb::Request req;
+  *req.mutable_role_delete() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::RoleGrantPermission(const AuthRoleGrantPermissionRequest& r,
+                                     Reply<AuthRoleGrantPermissionResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_role_grant_permission() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+void EtcdServer::RoleRevokePermission(const AuthRoleRevokePermissionRequest& r,
+                                      Reply<AuthRoleRevokePermissionResponse> reply, Who who) {
+  internalpb::Request req;
+  *req.mutable_role_revoke_permission() = r;
+  ProposeAs(std::move(req), who, std::move(reply));
+}
+
+}  // namespace etcdw::member
