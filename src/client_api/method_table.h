@@ -25,6 +25,13 @@ namespace etcdw::client_api {
 // learner; or when the client asked for a leader ("hasleader: true") and none is known.
 std::optional<Status> RefuseStream(member::EtcdServer& server, const CallContext& ctx);
 
+// Wraps a stream opened with "hasleader: true" so that it ends with etcd's "etcdserver: no
+// leader" (Unavailable) when its member loses its leader for long enough
+// (member::NoLeaderMonitor), as etcd's stream interceptor cancels such streams.
+std::unique_ptr<StreamCall> CancelOnLeaderLoss(member::EtcdServer& server,
+                                               std::unique_ptr<StreamCall> call,
+                                               const std::shared_ptr<StreamSink>& sink);
+
 class MethodTable {
  public:
   using Unary =
@@ -60,6 +67,7 @@ class MethodTable {
         call = make(counted);
       }
       if (!call) return nullptr;
+      if (ctx.require_leader) call = CancelOnLeaderLoss(server, std::move(call), counted);
       return std::make_unique<CountingCall>(std::move(call), std::move(counted), stats);
     };
   }

@@ -128,6 +128,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
     h->set_raft_term(self->node_ ? self->node_->Term() : 0);
   };
   s->hub_ = std::make_unique<WatchHub>(*s->kv_, wo);
+  s->no_leader_ =
+      std::make_unique<NoLeaderMonitor>(kNoLeaderElectionTimeouts * cfg.election_timeout);
   s->compactor_ = std::make_unique<mvcc::Compactor>(*s->kv_);
 
   ApplierDeps deps;
@@ -401,6 +403,7 @@ void EtcdServer::RunPeriodicDuties() {
     }
   }
   auto now = clock_.Now();
+  no_leader_->Observe(now, node_->Leader());
   if (now >= next_progress_tick_) {
     hub_->ProgressTick();
     next_progress_tick_ = now + cfg_.watch_progress_notify_interval;
