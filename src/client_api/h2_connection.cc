@@ -77,6 +77,9 @@ struct H2Callbacks {
       r.encoding.assign(v, valuelen);
     } else if (Is(name, namelen, "hasleader")) {
       r.ctx.require_leader = Is(value, valuelen, "true");
+    } else if (Is(name, namelen, "grpc-timeout")) {
+      // A malformed value is ignored (the call has no deadline).
+      r.ctx.timeout = ParseGrpcTimeout(std::string_view(v, valuelen));
     } else if (Is(name, namelen, "token")) {
       r.ctx.token.emplace(v, valuelen);
     } else if (Is(name, namelen, "authorization") && !r.ctx.token) {
