@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -153,6 +154,56 @@ TEST_F(EtcdServerTest, ProgressNotificationsFollowTheMembersClock) {
   EXPECT_EQ(w[4].header().revision(), 3);
   EXPECT_EQ(w[4].events_size(), 0);
   s->Close();
+}
+
+// The member's ticker feeds its NoLeaderMonitor from the member's clock: a member of a
+// two-member cluster whose other member never starts has no leader, and the streams that
+// asked for one are cancelled 2 election timeouts (2 x 1 s here) after the ticker first saw it
+// without one; a member with a leader cancels nothing however long the clock runs.
+TEST_F(EtcdServerTest, RequireLeaderStreamsAreCancelledByTheTickerWithoutALeader) {
+  auto cfg = common::ParseConfig(
+      "name: t\ninitial-cluster: t=http://127.0.0.1:1,u=http://127.0.0.1:2\n"
+      "initial-advertise-peer-urls: http://127.0.0.1:1\ndata-dir: " +
+          dir_ +
+          "/alone\nlisten-peer-urls: http://127.0.0.1:0\n"
+          "listen-client-urls: http://127.0.0.1:0\n",
+      "test");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
+  auto opened = EtcdServer::Open(*cfg, clock_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  server_ = std::move(opened).value();
+  ASSERT_TRUE(server_->Start().ok());
+  std::atomic<int> cancelled{0};
+  server_->no_leader_monitor().Register([&] { ++cancelled; });
+  EXPECT_EQ(server_->no_leader_monitor().cancel_after(), std::chrono::seconds(2));
+  // The ticker's first look at the member without a leader starts the count.
+  clock_.Advance(std::chrono::milliseconds(100));
+  uint64_t looks = clock_.Looks();
+  testsupport::WaitUntil([&] { return clock_.Looks() > looks + 50; });
+  for (int i = 0; i < 18; ++i) {
+    clock_.Advance(std::chrono::milliseconds(100));
+    looks = clock_.Looks();
+    testsupport::WaitUntil([&] { return clock_.Looks() > looks + 50; });
+  }
+  EXPECT_EQ(server_->node().Leader(), 0u);
+  EXPECT_EQ(cancelled.load(), 0) << "cancelled before 2 s without a leader";
+  clock_.Advance(std::chrono::milliseconds(300));
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return cancelled.load() == 1; }));
+  EXPECT_EQ(server_->no_leader_monitor().Registered(), 0u);
+  server_->Stop();
+  server_.reset();
+
+  Open();  // a single member: its own leader
+  std::atomic<int> kept{0};
+  server_->no_leader_monitor().Register([&] { ++kept; });
+  for (int i = 0; i < 50; ++i) {
+    clock_.Advance(std::chrono::milliseconds(100));
+    looks = clock_.Looks();
+    testsupport::WaitUntil([&] { return clock_.Looks() > looks + 20; });
+  }
+  EXPECT_EQ(kept.load(), 0);
+  EXPECT_EQ(server_->no_leader_monitor().Registered(), 1u);
 }
 
 TEST_F(EtcdServerTest, WritesSurviveRestart) {
