@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/member/call_deadline.h"
 #include "grpc_wire.h"
 #include "http1_endpoints.h"
 
@@ -145,6 +146,9 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
     deadlines.emplace(*req.ctx.deadline, DeadlineCall{c.id, req.stream, taken, stats});
   }
   ++in_flight;
+  // What the member does for the call on this thread knows its deadline (a write waiting for a
+  // leader is dropped after it).
+  member::CallDeadline deadline_scope(req.ctx.deadline);
   method->call(req.ctx, *payload,
                [mail = mail, conn = c.id, stream = req.stream, stats, taken](const Status& st,
                                                                              std::string framed) {

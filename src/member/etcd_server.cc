@@ -11,6 +11,7 @@
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/thread_name.h"
+#include "etcdw/member/call_deadline.h"
 #include "etcdw/member/join.h"
 #include "etcdw/member/raft_node.h"
 
@@ -338,8 +339,15 @@ void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
     done(ApplyResult{errors::RequestTooLarge(), nullptr, 0});
     return;
   }
-  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
-  Status st = node_->Propose(std::move(data));
+  const auto now = clock_.Now();
+  waits_.Register(id, std::move(done), now + RequestTimeout());
+  // The deadline of the client's call served on this thread, if any (grpc-timeout).
+  auto deadline = common::Clock::TimePoint::max();
+  if (auto call = CallDeadline::Current()) {
+    deadline = now + std::chrono::duration_cast<common::Clock::Duration>(
+                         *call - std::chrono::steady_clock::now());
+  }
+  Status st = node_->Propose(std::move(data), deadline);
   if (!st.ok()) {
     metrics_.proposals_failed.Add();
     waits_.Trigger(id, ApplyResult{st, nullptr, 0});

@@ -311,6 +311,49 @@ TEST_F(ClusterTest, RequireLeaderStreamsOfAnEtcdFollowerEndTheSameWay) {
   EXPECT_GE(RequireLeaderStreamsEnd(*cluster_), 0);
 }
 
+// grpc-timeout reaches the member's proposal queue: a write sent to a member without a leader
+// is answered DEADLINE_EXCEEDED at its deadline and is never proposed afterwards, even when a
+// leader is elected while the member's own request timeout (7 s) still runs; a write whose
+// deadline has not passed yet is proposed then, as before.
+TEST_F(ClusterTest, AWriteWhoseDeadlinePassedWithoutALeaderIsNeverApplied) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  ASSERT_TRUE(cluster_->StartAll());
+  ASSERT_GE(cluster_->WaitForLeader(), 0);
+  cluster_->member(1).Kill();
+  cluster_->member(2).Kill();
+  Member& alone = cluster_->member(0);
+  ASSERT_TRUE(WaitUntil([&] { return StatusOf(alone).leader() == 0; }));
+
+  etcdserverpb::PutRequest late;
+  late.set_key("late");
+  late.set_value("gave up");
+  etcdserverpb::PutResponse resp;
+  auto st = alone.client().kv->Put(Ctx(milliseconds(300)).get(), late, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
+
+  // A write that may still wait: proposed once the leader is back.
+  etcdserverpb::PutRequest waiting;
+  waiting.set_key("waiting");
+  waiting.set_value("in time");
+  grpc::Status waiting_st;
+  std::thread writer([&] {
+    etcdserverpb::PutResponse r;
+    waiting_st = alone.client().kv->Put(Ctx(seconds(15)).get(), waiting, &r);
+  });
+  ASSERT_TRUE(cluster_->member(2).Launch(cluster_->SettingsFor({})));
+  ASSERT_TRUE(cluster_->member(2).WaitReady());
+  writer.join();
+  EXPECT_TRUE(waiting_st.ok()) << waiting_st.error_message();
+  ASSERT_TRUE(PutEventually(alone, "after", "1"));
+  // Without its deadline the late write would have been proposed with the waiting one, when the
+  // leader came back within its 7 s request timeout.
+  etcdserverpb::RangeResponse got;
+  ASSERT_TRUE(alone.client().Get("late", &got).ok());
+  EXPECT_EQ(got.kvs_size(), 0) << got.DebugString();
+  ASSERT_TRUE(alone.client().Get("waiting", &got).ok());
+  EXPECT_EQ(got.kvs_size(), 1);
+}
+
 TEST_F(ClusterTest, FiveMembersSurviveTwoFailures) {
   cluster_ = std::make_unique<TestCluster>(5);
   ASSERT_TRUE(cluster_->StartAll());
