@@ -80,6 +80,34 @@ Outcome LimitedRanges(Target& target, const BenchOptions& opts) {
       opts);
 }
 
+// kube-apiserver's counts (`count_only` over a resource's prefix, e.g. for its object-count
+// metric) against the full range of the same prefix: 100k keys of 256 B (10k with --quick),
+// 4 clients. Each answer is checked: the count, and every key for the full range.
+Outcome PrefixRanges(Target& target, bool count_only, const BenchOptions& opts) {
+  const uint64_t keys = opts.quick ? 10000 : 100000;
+  std::string error;
+  if (!BulkLoad(
+          target, keys, [](uint64_t i) { return KeyName("/registry/pods/", i); }, kValue, 8,
+          &error)) {
+    return Outcome{.error = "preload: " + error};
+  }
+  etcdserverpb::RangeRequest req;
+  req.set_key("/registry/pods/");
+  req.set_range_end("/registry/pods0");
+  req.set_count_only(count_only);
+  const auto want = static_cast<int64_t>(keys);
+  return RangeLoad(
+      target, 4, req,
+      [count_only, want](const etcdserverpb::RangeResponse& r) {
+        if (r.count() != want) return "count " + std::to_string(r.count());
+        if (r.kvs_size() != (count_only ? 0 : want)) {
+          return "got " + std::to_string(r.kvs_size()) + " keys";
+        }
+        return std::string();
+      },
+      opts);
+}
+
 // Compare-and-swap: read a random key of 10k, then a Txn that puts it only if its mod_revision
 // is still the one read. One operation = the read and the Txn.
 Outcome CompareAndSwap(Target& target, const BenchOptions& opts) {
@@ -138,6 +166,10 @@ std::vector<Workload> KvWorkloads() {
        [](Target& t, const BenchOptions& o) { return Ranges(t, true, o); }},
       {"cas-txn", "read + Txn on mod_revision, 64 clients", 1, CompareAndSwap},
       {"range-1000", "ranges of 1000 keys (limit) over 10k keys, 16 clients", 1, LimitedRanges},
+      {"count-100k", "count_only ranges of a 100k-key prefix, 4 clients", 1,
+       [](Target& t, const BenchOptions& o) { return PrefixRanges(t, true, o); }},
+      {"range-all-100k", "full ranges of the same 100k keys (256 B values), 4 clients", 1,
+       [](Target& t, const BenchOptions& o) { return PrefixRanges(t, false, o); }},
       {"cluster3-put", "puts, 256 clients over 16 connections to 3 members", 3,
        [](Target& t, const BenchOptions& o) { return Puts(t, 256, 16, o); }},
   };

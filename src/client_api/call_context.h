@@ -3,6 +3,7 @@
 // gateway's HTTP headers, the TLS session) and handed to every method.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,12 @@ struct CallContext {
   std::string cert_common_name;
   // Metadata "hasleader: true" (etcd's WithRequireLeader).
   bool require_leader = false;
+  // Header "grpc-timeout": how long the client waits for the answer of a unary call. The event
+  // loop turns it into `deadline` when the call is dispatched.
+  std::optional<std::chrono::nanoseconds> timeout;
+  // When the client gives up: a unary call not answered by then ends with DEADLINE_EXCEEDED,
+  // and one whose deadline has passed when it would start is not started.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 }  // namespace etcdw::client_api

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/member/call_deadline.h"
 #include "grpc_wire.h"
 #include "http1_endpoints.h"
 
@@ -131,15 +132,66 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
     return answer_now(refused);
   }
   stats.Received(payload->size());
+  std::shared_ptr<std::atomic<bool>> taken;
+  if (req.ctx.timeout) {
+    // grpc-timeout: the client gives up then. Work it would no longer wait for is not started.
+    const auto now = std::chrono::steady_clock::now();
+    req.ctx.deadline =
+        now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*req.ctx.timeout);
+    if (*req.ctx.deadline <= now) {
+      stats.Handled(DeadlineExceeded());
+      return answer_now(DeadlineExceeded());
+    }
+    taken = std::make_shared<std::atomic<bool>>(false);
+    deadlines.emplace(*req.ctx.deadline, DeadlineCall{c.id, req.stream, taken, stats});
+  }
   ++in_flight;
   if (c.tls) req.ctx.cert_common_name = c.tls->VerifiedCommonName();
-  method->call(
-      req.ctx, *payload,
-      [mail = mail, conn = c.id, stream = req.stream, stats](const Status& st, std::string framed) {
-        if (st.ok()) stats.Sent(framed);
-        stats.Handled(st);
-        mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
-      });
+  // What the member does for the call on this thread knows its deadline (a write waiting for a
+  // leader is dropped after it).
+  member::CallDeadline deadline_scope(req.ctx.deadline);
+  method->call(req.ctx, *payload,
+               [mail = mail, conn = c.id, stream = req.stream, stats, taken](const Status& st,
+                                                                             std::string framed) {
+                 // Answered DEADLINE_EXCEEDED already: this answer comes too late.
+                 if (taken && taken->exchange(true)) return;
+                 if (st.ok()) stats.Sent(framed);
+                 stats.Handled(st);
+                 mail->Post({Answered::kUnary, conn, stream, st, std::move(framed)});
+               });
+}
+
+void EventLoop::CheckDeadlines() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!deadlines.empty() && deadlines.begin()->first <= now) {
+    DeadlineCall d = std::move(deadlines.begin()->second);
+    deadlines.erase(deadlines.begin());
+    if (d.taken->exchange(true)) continue;  // answered in time
+    // The call's own answer will not be posted: it counts as answered here.
+    --in_flight;
+    d.stats.Handled(DeadlineExceeded());
+    auto it = conns.find(d.conn);
+    if (it == conns.end()) continue;
+    it->second->h2->Respond(d.stream, DeadlineExceeded(), {});
+    MarkDirty(*it->second);
+  }
+  // Calls answered in time leave their entries until their deadline; drop them early when many
+  // pile up, so that a long grpc-timeout on every call costs no memory.
+  if (deadlines.size() > deadlines_sweep_at) {
+    for (auto it = deadlines.begin(); it != deadlines.end();) {
+      it = it->second.taken->load() ? deadlines.erase(it) : std::next(it);
+    }
+    deadlines_sweep_at = std::max<size_t>(4096, 2 * deadlines.size());
+  }
+}
+
+int EventLoop::MsUntilNextDeadline(int cap) const {
+  if (deadlines.empty()) return cap;
+  const auto left = deadlines.begin()->first - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+  // Rounded up: waking before the deadline would only loop once more.
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<int64_t>(ms, cap));
 }
 
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
@@ -352,9 +404,10 @@ void EventLoop::Run() {
       if (!draining) StartDrain();
       if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) break;
     }
-    const int wait_ms = draining          ? 10
-                        : mail->Pending() ? 0
-                                          : static_cast<int>(KeepalivePeriod().count());
+    const int wait_ms = draining ? MsUntilNextDeadline(10)
+                        : mail->Pending()
+                            ? 0
+                            : MsUntilNextDeadline(static_cast<int>(KeepalivePeriod().count()));
     int n = epoll_wait(epfd, events, 128, wait_ms);
     // A request of this batch that needs the Raft step (a write on a single member) gets it on
     // this thread once the answers ready now are sent, if it is the loop's only call in flight
@@ -376,6 +429,7 @@ void EventLoop::Run() {
       }
     }
     DeliverMail();
+    CheckDeadlines();
     CheckKeepalive();
     FlushDirty();
     if (raft_step.Finish(/*may_step=*/in_flight <= 1)) {

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -100,6 +102,20 @@ struct EventLoop {
   // Checks every request's headers; an error is the answer.
   static Status CheckHeaders(const H2Connection::Request& req);
   void DeliverMail();
+  // Answers DEADLINE_EXCEEDED for the unary calls whose grpc-timeout passed before their answer.
+  void CheckDeadlines();
+  // Milliseconds until the next call's deadline, at most `cap`.
+  int MsUntilNextDeadline(int cap) const;
+  // Unary calls with a deadline, not yet answered: the first of the deadline and the answer
+  // takes `taken` and answers; the other does nothing.
+  struct DeadlineCall {
+    uint64_t conn;
+    int32_t stream;
+    std::shared_ptr<std::atomic<bool>> taken;
+    CallStats stats;
+  };
+  std::multimap<std::chrono::steady_clock::time_point, DeadlineCall> deadlines;
+  size_t deadlines_sweep_at = 4096;  // entries beyond which answered calls' are dropped early
   void Flush(Conn& c);
   void Close(uint64_t id);
   void StartDrain();

@@ -94,4 +94,32 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
+std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value) {
+  if (value.size() < 2 || value.size() > 9) return std::nullopt;
+  int64_t n = 0;
+  for (char c : value.substr(0, value.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  using std::chrono::nanoseconds;
+  switch (value.back()) {
+    case 'H':
+      return std::chrono::duration_cast<nanoseconds>(std::chrono::hours(n));
+    case 'M':
+      return std::chrono::duration_cast<nanoseconds>(std::chrono::minutes(n));
+    case 'S':
+      return std::chrono::duration_cast<nanoseconds>(std::chrono::seconds(n));
+    case 'm':
+      return std::chrono::duration_cast<nanoseconds>(std::chrono::milliseconds(n));
+    case 'u':
+      return std::chrono::duration_cast<nanoseconds>(std::chrono::microseconds(n));
+    case 'n':
+      return nanoseconds(n);
+    default:
+      return std::nullopt;
+  }
+}
+
+Status DeadlineExceeded() { return Status(Code::kDeadlineExceeded, "context deadline exceeded"); }
+
 }  // namespace etcdw::client_api

@@ -5,7 +5,9 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,5 +48,13 @@ Status ParseStreamMessage(std::string_view payload, google::protobuf::MessageLit
 
 // grpc-message's encoding: bytes outside printable ASCII, and '%', become %XX.
 std::string PercentEncode(std::string_view text);
+
+// The value of a grpc-timeout header: 1 to 8 digits and a unit (H, M, S, m, u, n), as gRPC's
+// HTTP/2 protocol defines it. nullopt when malformed.
+std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value);
+
+// How a unary call ends when its deadline (grpc-timeout) passes before its answer: grpc-go's
+// DEADLINE_EXCEEDED with the text of Go's context.DeadlineExceeded, as etcd's handlers return it.
+Status DeadlineExceeded();
 
 }  // namespace etcdw::client_api

@@ -100,6 +100,42 @@ void AddLeaseMethods(MethodTable& t, member::EtcdServer& s) {
               });
 }
 
+namespace {
+
+// A stream registered with the member's NoLeaderMonitor until it is gone.
+class LeaderRequiredCall final : public StreamCall {
+ public:
+  LeaderRequiredCall(member::NoLeaderMonitor& monitor, std::unique_ptr<StreamCall> inner,
+                     const std::shared_ptr<StreamSink>& sink)
+      : monitor_(monitor), inner_(std::move(inner)) {
+    // The monitor ends the stream from the ticker thread; the sink hands the end to the
+    // stream's event loop, which then tells the call it is gone (OnGone).
+    id_ = monitor_.Register([weak = std::weak_ptr<StreamSink>(sink)] {
+      if (auto s = weak.lock()) s->Finish(errors::NoLeader());
+    });
+  }
+  ~LeaderRequiredCall() override { monitor_.Unregister(id_); }
+  void OnMessage(std::string_view payload) override { inner_->OnMessage(payload); }
+  void OnHalfClose() override { inner_->OnHalfClose(); }
+  void OnGone() override {
+    monitor_.Unregister(id_);
+    inner_->OnGone();
+  }
+
+ private:
+  member::NoLeaderMonitor& monitor_;
+  std::unique_ptr<StreamCall> inner_;
+  member::NoLeaderMonitor::Id id_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamCall> CancelOnLeaderLoss(member::EtcdServer& server,
+                                               std::unique_ptr<StreamCall> call,
+                                               const std::shared_ptr<StreamSink>& sink) {
+  return std::make_unique<LeaderRequiredCall>(server.no_leader_monitor(), std::move(call), sink);
+}
+
 std::optional<Status> RefuseStream(member::EtcdServer& s, const CallContext& ctx) {
   if (s.IsLearner()) return errors::NotSupportedForLearner();
   if (ctx.require_leader && s.node().Leader() == 0) return errors::NoLeader();

@@ -41,6 +41,13 @@ Result<member::AuthInfo> CallerOf(member::EtcdServer& server, const CallContext&
 // Checks `ctx` for `required` (auth_methods.cc).
 Status CheckIdentity(member::EtcdServer& server, const CallContext& ctx, Identity required);
 
+// Wraps a stream opened with "hasleader: true" so that it ends with etcd's "etcdserver: no
+// leader" (Unavailable) when its member loses its leader for long enough
+// (member::NoLeaderMonitor), as etcd's stream interceptor cancels such streams.
+std::unique_ptr<StreamCall> CancelOnLeaderLoss(member::EtcdServer& server,
+                                               std::unique_ptr<StreamCall> call,
+                                               const std::shared_ptr<StreamSink>& sink);
+
 class MethodTable {
  public:
   using Unary =
@@ -76,6 +83,7 @@ class MethodTable {
         call = make(counted);
       }
       if (!call) return nullptr;
+      if (ctx.require_leader) call = CancelOnLeaderLoss(server, std::move(call), counted);
       return std::make_unique<CountingCall>(std::move(call), std::move(counted), stats);
     };
   }

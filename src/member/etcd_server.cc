@@ -11,6 +11,7 @@
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/common/thread_name.h"
+#include "etcdw/member/call_deadline.h"
 #include "etcdw/member/join.h"
 #include "etcdw/member/raft_node.h"
 
@@ -136,6 +137,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
     h->set_raft_term(self->node_ ? self->node_->Term() : 0);
   };
   s->hub_ = std::make_unique<WatchHub>(*s->kv_, wo);
+  s->no_leader_ =
+      std::make_unique<NoLeaderMonitor>(kNoLeaderElectionTimeouts * cfg.election_timeout);
   s->compactor_ = std::make_unique<mvcc::Compactor>(*s->kv_);
 
   ApplierDeps deps;
@@ -348,8 +351,15 @@ void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
     done(ApplyResult{errors::RequestTooLarge(), nullptr, 0});
     return;
   }
-  waits_.Register(id, std::move(done), clock_.Now() + RequestTimeout());
-  Status st = node_->Propose(std::move(data));
+  const auto now = clock_.Now();
+  waits_.Register(id, std::move(done), now + RequestTimeout());
+  // The deadline of the client's call served on this thread, if any (grpc-timeout).
+  auto deadline = common::Clock::TimePoint::max();
+  if (auto call = CallDeadline::Current()) {
+    deadline = now + std::chrono::duration_cast<common::Clock::Duration>(
+                         *call - std::chrono::steady_clock::now());
+  }
+  Status st = node_->Propose(std::move(data), deadline);
   if (!st.ok()) {
     metrics_.proposals_failed.Add();
     waits_.Trigger(id, ApplyResult{st, nullptr, 0});
@@ -414,6 +424,7 @@ void EtcdServer::RunPeriodicDuties() {
     }
   }
   auto now = clock_.Now();
+  no_leader_->Observe(now, node_->Leader());
   if (now >= next_progress_tick_) {
     hub_->ProgressTick();
     next_progress_tick_ = now + cfg_.watch_progress_notify_interval;

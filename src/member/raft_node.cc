@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -155,11 +156,11 @@ void RaftNode::Push(Event e) {
   Wake();
 }
 
-Status RaftNode::Propose(std::string data) {
+Status RaftNode::Propose(std::string data, common::Clock::TimePoint deadline) {
   {
     std::lock_guard lock(mu_);
     if (stopping_ || !running_) return errors::Stopped();
-    Event e{Event::kPropose, {}, std::move(data), {}, 0, false, {}};
+    Event e{Event::kPropose, {}, std::move(data), {}, 0, false, {}, deadline};
     inbox_.push_back(std::move(e));
   }
   Wake();
@@ -332,10 +333,13 @@ bool RaftNode::Step(bool tick) {
           Status refused = raw_->Step(e.msg);
           (void)refused;
         } break;
-        case Event::kPropose:
-          if (!raw_->Propose(e.data).ok())
-            unsent_props_.emplace_back(std::move(e.data), opts_.clock->Now());
-          break;
+        case Event::kPropose: {
+          const auto now = opts_.clock->Now();
+          if (now >= e.deadline) break;  // its client gave up before it could be proposed
+          if (!raw_->Propose(e.data).ok()) {
+            unsent_props_.push_back({std::move(e.data), now, e.deadline});
+          }
+        } break;
         case Event::kConfChange:
           if (!raw_->ProposeConfChange(e.cc).ok()) {
             log::Warn("membership change dropped: no leader",
@@ -359,8 +363,13 @@ bool RaftNode::Step(bool tick) {
     }
     // Proposals dropped for want of a leader are retried once one is known.
     if (lead_.load() != 0) {
+      const auto now = opts_.clock->Now();
       while (!unsent_props_.empty()) {
-        if (!raw_->Propose(unsent_props_.front().first).ok()) break;
+        // Not proposed once its client's deadline has passed.
+        if (now < unsent_props_.front().deadline &&
+            !raw_->Propose(unsent_props_.front().data).ok()) {
+          break;
+        }
         unsent_props_.pop_front();
       }
     }
@@ -542,9 +551,10 @@ void RaftNode::ExpireWaits() {
       raw_->ReadIndex(read_round_->ctx);
     }
   }
-  while (!unsent_props_.empty() && now - unsent_props_.front().second >= RequestTimeout()) {
-    unsent_props_.pop_front();  // its waiter times out in the server
-  }
+  // Their waiters time out in the server (their clients were answered at their deadline).
+  std::erase_if(unsent_props_, [&](const UnsentProposal& p) {
+    return now - p.queued >= RequestTimeout() || now >= p.deadline;
+  });
   for (size_t i = 0; i < transfers_.size();) {
     if (lead_.load() == transfers_[i].to) {
       transfers_[i].done(Status::Ok());

@@ -1,6 +1,8 @@
 #include "etcdw/mvcc/kv_store.h"
 
 #include <absl/strings/string_view.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <chrono>
 #include <mutex>
@@ -69,6 +71,47 @@ Result<int64_t> ReadInt(const storage::Engine& e, std::string_view key, int64_t 
   return static_cast<int64_t>(storage::DecodeFixed64BE(v->data()));
 }
 
+// Parses a stored KeyValue for a keys-only range: every field but the value, which is skipped
+// without being copied (a value may be 1.5 MiB; a keys-only range of a prefix reads many).
+bool ParseWithoutValue(std::string_view bytes, mvccpb::KeyValue* kv) {
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  while (const uint32_t tag = in.ReadTag()) {
+    const auto type = WireFormatLite::GetTagWireType(tag);
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    uint64_t v = 0;
+    if (field == mvccpb::KeyValue::kKeyFieldNumber &&
+        type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::ReadBytes(&in, kv->mutable_key())) return false;
+      continue;
+    }
+    if (field == mvccpb::KeyValue::kValueFieldNumber || type != WireFormatLite::WIRETYPE_VARINT) {
+      if (!WireFormatLite::SkipField(&in, tag)) return false;
+      continue;
+    }
+    if (!in.ReadVarint64(&v)) return false;
+    const auto n = static_cast<int64_t>(v);
+    switch (field) {
+      case mvccpb::KeyValue::kCreateRevisionFieldNumber:
+        kv->set_create_revision(n);
+        break;
+      case mvccpb::KeyValue::kModRevisionFieldNumber:
+        kv->set_mod_revision(n);
+        break;
+      case mvccpb::KeyValue::kVersionFieldNumber:
+        kv->set_version(n);
+        break;
+      case mvccpb::KeyValue::kLeaseFieldNumber:
+        kv->set_lease(n);
+        break;
+      default:
+        break;  // a field this version does not know
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
 // Number of Next() steps tried before seeking past the older versions of a key.
 constexpr int kMaxNextBeforeSeek = 4;
 
@@ -128,11 +171,11 @@ Result<RangeResult> RangeKeys(const ReadView& view, const KeyRange& range,
       if (!known) ++res.count;
       if (collect && (opts.limit <= 0 || static_cast<int64_t>(res.kvs.size()) < opts.limit)) {
         mvccpb::KeyValue& kv = res.kvs.emplace_back();
-        if (!kv.ParseFromArray(val.data(), static_cast<int>(val.size()))) {
+        if (opts.keys_only ? !ParseWithoutValue(val, &kv)
+                           : !kv.ParseFromArray(val.data(), static_cast<int>(val.size()))) {
           return DataLoss("stored version of key is corrupt at revision " +
                           std::to_string(VersionOf(k)));
         }
-        if (opts.keys_only) kv.clear_value();
       }
     }
     user_key.assign(UserKeyOf(k));

@@ -463,3 +463,81 @@ TEST(GrpcWireTest, PercentEncodesWhatHeadersCannotCarry) {
 
 }  // namespace
 }  // namespace etcdw::client_api
+
+namespace etcdw::client_api {
+namespace {
+
+TEST(GrpcTimeoutTest, ParsesEveryUnitAndRefusesMalformedValues) {
+  using std::chrono::nanoseconds;
+  EXPECT_EQ(ParseGrpcTimeout("1H"), std::chrono::hours(1));
+  EXPECT_EQ(ParseGrpcTimeout("2M"), std::chrono::minutes(2));
+  EXPECT_EQ(ParseGrpcTimeout("3S"), std::chrono::seconds(3));
+  EXPECT_EQ(ParseGrpcTimeout("4999m"), std::chrono::milliseconds(4999));
+  EXPECT_EQ(ParseGrpcTimeout("99999999u"), std::chrono::microseconds(99999999));
+  EXPECT_EQ(ParseGrpcTimeout("0n"), nanoseconds(0));
+  EXPECT_FALSE(ParseGrpcTimeout("100000000n"));  // 9 digits
+  EXPECT_FALSE(ParseGrpcTimeout("5"));
+  EXPECT_FALSE(ParseGrpcTimeout("m"));
+  EXPECT_FALSE(ParseGrpcTimeout("5s"));
+  EXPECT_FALSE(ParseGrpcTimeout("-5S"));
+  EXPECT_FALSE(ParseGrpcTimeout(""));
+}
+
+// A member of a two-member cluster whose other member never starts: it has no quorum, and a
+// write proposed there cannot complete.
+class NoQuorumRpcTest : public NativeRpcServerTest {
+ protected:
+  void SetUp() override {
+    NativeRpcServerTest::SetUp();
+    server_->Stop();
+    server_.reset();
+    auto cfg = common::ParseConfig(
+        "name: t\ninitial-cluster: t=http://127.0.0.1:1,u=http://127.0.0.1:2\n"
+        "initial-advertise-peer-urls: http://127.0.0.1:1\ndata-dir: " +
+            dir_ +
+            "/alone\nlisten-peer-urls: http://127.0.0.1:0\n"
+            "listen-client-urls: http://127.0.0.1:0\n",
+        "test");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
+    auto s = member::EtcdServer::Open(*cfg);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+    ASSERT_TRUE(server_->Start().ok());
+  }
+};
+
+TEST_F(NoQuorumRpcTest, AWriteNotAnsweredBeforeItsGrpcTimeoutEndsWithDeadlineExceeded) {
+  StartNative();
+  const auto& put = server_->metrics().Method("/etcdserverpb.KV/Put", "unary");
+  const auto& deadline_exceeded = put.handled[static_cast<size_t>(Code::kDeadlineExceeded)];
+  PutRequest req;
+  req.set_key("k");
+  req.set_value("v");
+  PutResponse resp;
+  grpc::ClientContext ctx;
+  const auto start = std::chrono::steady_clock::now();
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  grpc::Status st = kv_->Put(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
+  // The client gives up by itself; the server too, at the deadline it was sent (grpc-timeout),
+  // not after its own request timeout (7 s here).
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return deadline_exceeded.Value() == 1; },
+                                     std::chrono::seconds(3)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  uint64_t handled = 0;
+  for (const auto& c : put.handled) handled += c.Value();
+  EXPECT_EQ(handled, 1u);
+
+  // A call answered before its deadline is answered as usual: a serializable read.
+  RangeRequest range;
+  range.set_key("k");
+  range.set_serializable(true);
+  RangeResponse got;
+  grpc::ClientContext read_ctx;
+  read_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_TRUE(kv_->Range(&read_ctx, range, &got).ok());
+}
+
+}  // namespace
+}  // namespace etcdw::client_api

@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <set>
 #include <thread>
 
 #include "etcdw/common/etcd_errors.h"
+#include "etcdw/member/watch_hub.h"
 #include "support/await.h"
 #include "support/local_member.h"
 #include "support/scratch_dir.h"
@@ -60,6 +63,148 @@ class EtcdServerTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<EtcdServer> server_;
 };
+
+// Collects what a watch stream of the member writes, completing each write at once.
+class ClockedWatchSink : public WatchSink {
+ public:
+  void StartWrite(std::string wire) override {
+    etcdserverpb::WatchResponse r;
+    EXPECT_TRUE(r.ParseFromString(wire));
+    std::lock_guard lock(mu_);
+    written_.push_back(std::move(r));
+    pending_ = true;
+  }
+  void Finish() override {}
+  // Completes the writes started so far (each completion may start the next).
+  void Complete(WatchStream& s) {
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        if (!pending_) return;
+        pending_ = false;
+      }
+      s.WriteDone(true);
+    }
+  }
+  std::vector<etcdserverpb::WatchResponse> written() {
+    std::lock_guard lock(mu_);
+    return written_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<etcdserverpb::WatchResponse> written_;
+  bool pending_ = false;
+};
+
+// experimental-watch-progress-notify-interval: every interval of the member's clock, each
+// synced watcher created with progress_notify that got no event since the last notification
+// gets an empty response with its own watch ID and the current revision (etcd's sendLoop
+// ticker); watchers without progress_notify never do.
+TEST_F(EtcdServerTest, ProgressNotificationsFollowTheMembersClock) {
+  Open("experimental-watch-progress-notify-interval: 5s\n");
+  ClockedWatchSink sink;
+  auto s = server_->watch_hub().NewStream(&sink);
+  etcdserverpb::WatchCreateRequest notify;
+  notify.set_key("/registry/pods/");
+  notify.set_range_end("/registry/pods0");
+  notify.set_progress_notify(true);
+  notify.set_watch_id(7);
+  s->Create(notify);
+  etcdserverpb::WatchCreateRequest plain;
+  plain.set_key("/registry/nodes/");
+  plain.set_range_end("/registry/nodes0");
+  plain.set_watch_id(8);
+  s->Create(plain);
+  auto count = [&](size_t n) {
+    testsupport::WaitUntil([&] {
+      sink.Complete(*s);
+      return sink.written().size() >= n;
+    });
+    return sink.written();
+  };
+  ASSERT_EQ(count(2).size(), 2u);
+  ASSERT_TRUE(Put("/registry/services/s", "v").ok());  // revision 2, not watched
+  // Just before the interval: the ticker looks at the clock and sends nothing.
+  clock_.Advance(std::chrono::milliseconds(4900));
+  const uint64_t looks = clock_.Looks();
+  testsupport::WaitUntil([&] { return clock_.Looks() > looks + 50; });
+  sink.Complete(*s);
+  EXPECT_EQ(sink.written().size(), 2u);
+  clock_.Advance(std::chrono::milliseconds(100));
+  auto w = count(3);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[2].watch_id(), 7);
+  EXPECT_EQ(w[2].header().revision(), 2);
+  EXPECT_EQ(w[2].events_size(), 0);
+  EXPECT_FALSE(w[2].created() || w[2].canceled());
+  // An event in the interval: the next tick skips the watcher, the one after reports again.
+  ASSERT_TRUE(Put("/registry/pods/p", "v").ok());  // revision 3
+  w = count(4);
+  ASSERT_EQ(w[3].events_size(), 1);
+  clock_.Advance(std::chrono::seconds(5));
+  const uint64_t looks2 = clock_.Looks();
+  testsupport::WaitUntil([&] { return clock_.Looks() > looks2 + 50; });
+  sink.Complete(*s);
+  EXPECT_EQ(sink.written().size(), 4u);
+  clock_.Advance(std::chrono::seconds(5));
+  w = count(5);
+  ASSERT_EQ(w.size(), 5u);
+  EXPECT_EQ(w[4].watch_id(), 7);
+  EXPECT_EQ(w[4].header().revision(), 3);
+  EXPECT_EQ(w[4].events_size(), 0);
+  s->Close();
+}
+
+// The member's ticker feeds its NoLeaderMonitor from the member's clock: a member of a
+// two-member cluster whose other member never starts has no leader, and the streams that
+// asked for one are cancelled 2 election timeouts (2 x 1 s here) after the ticker first saw it
+// without one; a member with a leader cancels nothing however long the clock runs.
+TEST_F(EtcdServerTest, RequireLeaderStreamsAreCancelledByTheTickerWithoutALeader) {
+  auto cfg = common::ParseConfig(
+      "name: t\ninitial-cluster: t=http://127.0.0.1:1,u=http://127.0.0.1:2\n"
+      "initial-advertise-peer-urls: http://127.0.0.1:1\ndata-dir: " +
+          dir_ +
+          "/alone\nlisten-peer-urls: http://127.0.0.1:0\n"
+          "listen-client-urls: http://127.0.0.1:0\n",
+      "test");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_TRUE(common::PrepareDataDir(*cfg).ok());
+  auto opened = EtcdServer::Open(*cfg, clock_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  server_ = std::move(opened).value();
+  ASSERT_TRUE(server_->Start().ok());
+  std::atomic<int> cancelled{0};
+  server_->no_leader_monitor().Register([&] { ++cancelled; });
+  EXPECT_EQ(server_->no_leader_monitor().cancel_after(), std::chrono::seconds(2));
+  // The ticker's first look at the member without a leader starts the count.
+  clock_.Advance(std::chrono::milliseconds(100));
+  uint64_t looks = clock_.Looks();
+  testsupport::WaitUntil([&] { return clock_.Looks() > looks + 50; });
+  for (int i = 0; i < 18; ++i) {
+    clock_.Advance(std::chrono::milliseconds(100));
+    looks = clock_.Looks();
+    testsupport::WaitUntil([&] { return clock_.Looks() > looks + 50; });
+  }
+  EXPECT_EQ(server_->node().Leader(), 0u);
+  EXPECT_EQ(cancelled.load(), 0) << "cancelled before 2 s without a leader";
+  clock_.Advance(std::chrono::milliseconds(300));
+  ASSERT_TRUE(testsupport::WaitUntil([&] { return cancelled.load() == 1; }));
+  EXPECT_EQ(server_->no_leader_monitor().Registered(), 0u);
+  server_->Stop();
+  server_.reset();
+
+  Open();  // a single member: its own leader
+  std::atomic<int> kept{0};
+  server_->no_leader_monitor().Register([&] { ++kept; });
+  for (int i = 0; i < 50; ++i) {
+    clock_.Advance(std::chrono::milliseconds(100));
+    looks = clock_.Looks();
+    testsupport::WaitUntil([&] { return clock_.Looks() > looks + 20; });
+  }
+  EXPECT_EQ(kept.load(), 0);
+  EXPECT_EQ(server_->no_leader_monitor().Registered(), 1u);
+}
 
 TEST_F(EtcdServerTest, WritesSurviveRestart) {
   Open();

@@ -371,6 +371,57 @@ TEST_F(WatchHubTest, ProgressRequestWaitsUntilWatchersAreSynced) {
   s->Close();
 }
 
+// kube-apiserver's consistent reads from its watch cache (etcd 3.5.13+): it watches a
+// resource's prefix, and to learn that its cache is current it sends a progress request and
+// waits for the answer (watch ID -1) at a revision at least that of its read. A watcher with
+// no events of its own still gets the current revision.
+TEST_F(WatchHubTest, KubeApiserverProgressRequestOnAQuietWatchReportsTheCurrentRevision) {
+  FakeSink sink;
+  auto s = hub_->NewStream(&sink);
+  s->Create(Create("/registry/pods/", "/registry/pods0"));
+  sink.Drain(*s);
+  Put("/registry/services/s", "v", 3);  // revisions 2..4, none of them watched
+  s->RequestProgress();
+  auto w = WaitFor(sink, *s, 2);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_TRUE(w[0].created());
+  EXPECT_EQ(w[1].watch_id(), -1);
+  EXPECT_EQ(w[1].header().revision(), 4);
+  EXPECT_EQ(w[1].events_size(), 0);
+  EXPECT_FALSE(w[1].created() || w[1].canceled());
+  s->Close();
+}
+
+// A watcher whose client reads slowly falls behind (its events wait in history): a progress
+// request is answered only once they were all delivered, after the last of them, never with a
+// revision ahead of an event still to come.
+TEST_F(WatchHubTest, ProgressRequestOfASlowClientComesAfterItsEvents) {
+  FakeSink sink;
+  auto s = hub_->NewStream(&sink);
+  s->Create(Create("/registry/pods/", "/registry/pods0"));  // its "created" write stays in flight
+  const std::string value(300, 'v');
+  for (int i = 0; i < 40; ++i) Put("/registry/pods/p" + std::to_string(i), value);
+  Put("/registry/services/s", "v");  // revision 42
+  testsupport::WaitUntil([&] { return hub_->UnsyncedCount() == 1; });
+  ASSERT_EQ(hub_->UnsyncedCount(), 1u) << "the stream's queue (4 KiB) should have overflowed";
+  s->RequestProgress();
+  std::vector<WatchResponse> w;
+  testsupport::WaitUntil([&] {
+    sink.Drain(*s);
+    w = sink.written();
+    return !w.empty() && w.back().watch_id() == -1;
+  });
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w.back().watch_id(), -1);
+  EXPECT_EQ(w.back().header().revision(), 42);
+  auto revs = EventRevisions(w);
+  ASSERT_EQ(revs.size(), 40u);
+  EXPECT_EQ(revs.front(), 2);
+  EXPECT_EQ(revs.back(), 41);
+  for (size_t i = 0; i + 1 < w.size(); ++i) EXPECT_NE(w[i].watch_id(), -1) << i;
+  s->Close();
+}
+
 TEST_F(WatchHubTest, ProgressTickOnlyForIdleWatchersThatAskedForIt) {
   FakeSink sink;
   auto s = hub_->NewStream(&sink);

@@ -297,6 +297,38 @@ TEST_F(RangeTest, KeysOnlyAndCountOnly) {
   EXPECT_FALSE(r.more());
 }
 
+// A keys-only range decodes every stored field but the value (which it skips): what it answers
+// is the full range's answer with the values cleared, at the current and at past revisions, and
+// its count is exact whatever the limit.
+TEST_F(RangeTest, KeysOnlyIsTheFullRangeWithoutValues) {
+  s_->Put("ab", std::string(100000, 'x'));  // a big value, skipped
+  s_->Put("abc", "");                       // an empty one
+  s_->Delete("b");
+  for (int64_t rev : {int64_t{0}, int64_t{7}, int64_t{8}}) {
+    auto full_req = RangeReq("a", "z", rev);
+    auto keys_req = full_req;
+    keys_req.set_keys_only(true);
+    auto full = MustRange(full_req);
+    auto keys = MustRange(keys_req);
+    ASSERT_EQ(keys.kvs_size(), full.kvs_size()) << rev;
+    EXPECT_EQ(keys.count(), full.count());
+    for (int i = 0; i < full.kvs_size(); ++i) {
+      auto want = full.kvs(i);
+      want.clear_value();
+      EXPECT_EQ(keys.kvs(i).SerializeAsString(), want.SerializeAsString()) << want.key();
+    }
+    keys_req.set_limit(1);
+    auto limited = MustRange(keys_req);
+    EXPECT_EQ(limited.kvs_size(), 1);
+    EXPECT_EQ(limited.count(), full.count()) << rev;
+    EXPECT_TRUE(limited.more());
+    keys_req.set_count_only(true);
+    auto counted = MustRange(keys_req);
+    EXPECT_EQ(counted.kvs_size(), 0);
+    EXPECT_EQ(counted.count(), full.count()) << rev;
+  }
+}
+
 TEST_F(KvStoreTest, SortOrdersAndTargets) {
   s_->Put("b", "3");  // 2
   s_->Put("a", "2");  // 3

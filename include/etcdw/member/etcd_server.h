@@ -51,6 +51,7 @@
 #include "etcdw/member/auth_tokens.h"
 #include "etcdw/member/auto_compactor.h"
 #include "etcdw/member/lessor.h"
+#include "etcdw/member/no_leader_monitor.h"
 #include "etcdw/member/node.h"
 #include "etcdw/member/peer_methods.h"
 #include "etcdw/member/quota.h"
@@ -225,6 +226,10 @@ class EtcdServer {
   int64_t QuotaBytes() const { return quota_->limit(); }
 
   WatchHub& watch_hub() { return *hub_; }
+  // The streams that asked for a leader, cancelled when the member has had none for
+  // kNoLeaderElectionTimeouts election timeouts (checked by the ticker).
+  NoLeaderMonitor& no_leader_monitor() { return *no_leader_; }
+  static constexpr int kNoLeaderElectionTimeouts = 2;
   mvcc::KvStore& kv() { return *kv_; }
   RaftNode& node() { return *node_; }
   cluster::Membership& membership() { return membership_; }
@@ -314,6 +319,7 @@ class EtcdServer {
   std::unique_ptr<Lessor> lessor_;
   std::unique_ptr<Quota> quota_;
   std::unique_ptr<WatchHub> hub_;
+  std::unique_ptr<NoLeaderMonitor> no_leader_;
   WaitRegistry waits_;
   std::unique_ptr<Applier> applier_;
   std::unique_ptr<RaftNode> node_;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "etcdw/common/clock.h"
 #include "etcdw/common/status.h"
 
 namespace etcdw::member {
@@ -20,8 +21,11 @@ class Node {
   virtual void Stop() = 0;
 
   // Queues `data` for the log. OK means accepted: it will be applied, and the result reaches
-  // the proposer through the wait registry. An error means it was not accepted.
-  virtual Status Propose(std::string data) = 0;
+  // the proposer through the wait registry. An error means it was not accepted. A proposal
+  // that cannot be handed to consensus yet (no leader) waits for one until `deadline` (on the
+  // member's clock; TimePoint::max() for none) at the latest, and is dropped after it: its
+  // client gave up (etcd's proposal waits on the request's context).
+  virtual Status Propose(std::string data, common::Clock::TimePoint deadline) = 0;
   // Calls `ready` (from any thread) once a read on this member sees every write committed
   // before the call: etcd's ReadIndex. Non-OK when no such guarantee can be given.
   virtual void ReadIndex(std::function<void(Status)> ready) = 0;

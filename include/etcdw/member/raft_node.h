@@ -80,7 +80,7 @@ class RaftNode final : public Node {
 
   Status Start() override;
   void Stop() override;
-  Status Propose(std::string data) override;
+  Status Propose(std::string data, common::Clock::TimePoint deadline) override;
   // `ready` runs on the stepping thread once the read is safe or the round failed, or on the
   // caller's thread before ReadIndex returns when the node is not running (Stopped). It must not
   // block: every other request waits on that thread.
@@ -150,6 +150,13 @@ class RaftNode final : public Node {
     uint64_t peer = 0;
     bool ok = false;
     std::function<void(Status)> done;
+    common::Clock::TimePoint deadline = common::Clock::TimePoint::max();  // kPropose
+  };
+  // A proposal dropped by Raft for want of a leader, retried once one is known.
+  struct UnsentProposal {
+    std::string data;
+    common::Clock::TimePoint queued;
+    common::Clock::TimePoint deadline;  // its client's; dropped after it
   };
   struct ReadRound {
     std::string ctx;
@@ -212,8 +219,7 @@ class RaftNode final : public Node {
   // Held by whichever thread steps: the loop's thread, or a CallerStep's. Order: step_mu_, then
   // mu_. raw_, log_ and raft_storage_ are used under it only, once the node is started.
   std::mutex step_mu_;
-  std::deque<std::pair<std::string, common::Clock::TimePoint>> unsent_props_
-      ABSL_GUARDED_BY(step_mu_);
+  std::deque<UnsentProposal> unsent_props_ ABSL_GUARDED_BY(step_mu_);
   std::optional<ReadRound> read_round_ ABSL_GUARDED_BY(step_mu_);
   std::deque<std::pair<uint64_t, std::vector<std::function<void(Status)>>>> ready_reads_
       ABSL_GUARDED_BY(step_mu_);
