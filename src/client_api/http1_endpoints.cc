@@ -6,6 +6,7 @@
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/common/version.h"
 #include "etcdw/member/server_metrics.h"
+#include "health_checks.h"
 
 namespace etcdw::client_api {
 
@@ -51,27 +52,6 @@ constexpr std::string_view kTextHeader = "Content-Type: text/plain; charset=utf-
 constexpr std::string_view kErrorHeaders =
     "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n";
 
-// etcd 3.4's /health: false with an alarm raised or without a leader; otherwise what a
-// linearizable read (one that needs a quorum) says. 200 {"health":"true"} or 503.
-void Health(member::EtcdServer& s, HttpPort port, std::function<void(std::string)> done) {
-  const bool cors = port == HttpPort::kClient;
-  auto answer = [&s, cors, done](bool healthy) {
-    (healthy ? s.metrics().health_ok : s.metrics().health_failed).Add();
-    const std::string body = healthy ? R"({"health":"true"})" : R"({"health":"false"})";
-    // etcd's handler sets no Content-Type: Go sniffs text/plain from the JSON.
-    done(healthy ? Response(cors, 200, "OK", "", body, kText)
-                 : Response(cors, 503, "Service Unavailable", "", body, kText));
-  };
-  const etcdserverpb::StatusResponse status = s.StatusInfo();
-  if (status.errors_size() > 0 || status.leader() == 0) return answer(false);
-  // The request lives until its answer.
-  auto req = std::make_shared<etcdserverpb::RangeRequest>();
-  req->set_key("health");
-  req->set_keys_only(true);
-  req->set_limit(1);
-  s.Range(*req, [req, answer](Result<etcdserverpb::RangeResponse> r) { answer(r.ok()); });
-}
-
 // What Prometheus's Go handler names the text format it writes.
 constexpr std::string_view kMetricsHeaders =
     "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n";
@@ -108,12 +88,15 @@ void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
     return done(Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request"));
   }
   const std::string_view method = line.substr(0, sp1);
-  std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  path = path.substr(0, path.find('?'));  // etcd 3.4 reads no query parameters here
-  if (path == "/metrics") {               // any method, as Prometheus's handler
+  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const size_t question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  if (path == "/metrics") {  // any method, as Prometheus's handler
     return done(Response(cors, 200, "OK", kMetricsHeaders, member::MetricsText(s)));
   }
-  const bool served = path == "/health" || (path == "/version" && port == HttpPort::kClient);
+  const bool served = IsHealthPath(path) || (path == "/version" && port == HttpPort::kClient);
   if (!served) {
     return done(Response(cors, 404, "Not Found", kErrorHeaders, "404 page not found\n"));
   }
@@ -126,7 +109,13 @@ void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
                              R"(","etcdcluster":")" + kEtcdApiVersion + R"(.0"})";
     return done(Response(cors, 200, "OK", "Content-Type: application/json\r\n", body));
   }
-  Health(s, port, std::move(done));
+  RunHealthEndpoint(
+      MemberHealthProbe(s), path, query, [cors, done = std::move(done)](const HealthAnswer& a) {
+        const std::string_view headers = a.plain ? kErrorHeaders : "";
+        const std::string_view sniffed = a.plain ? "" : kText;
+        done(a.code == 200 ? Response(cors, 200, "OK", headers, a.body, sniffed)
+                           : Response(cors, 503, "Service Unavailable", headers, a.body));
+      });
 }
 
 }  // namespace etcdw::client_api

@@ -1,8 +1,8 @@
 // etcd's HTTP endpoints, for clients that speak HTTP/1.x (curl, monitoring probes, Prometheus):
 // on the client port, where etcd serves gRPC and HTTP telling them apart by the first bytes,
-// GET /health (etcd 3.4's check: no alarm, a known leader, and a linearizable read), GET
-// /version and /metrics (server_metrics.h); on listen-metrics-urls, /health and /metrics only,
-// without the client port's CORS headers. Anything else is answered 404 as Go's HTTP server
+// GET /health, /livez and /readyz (health_checks.h), GET /version and /metrics
+// (server_metrics.h); on listen-metrics-urls, the health endpoints and /metrics only, without the
+// client port's CORS headers. Anything else is answered 404 as Go's HTTP server
 // does. One request per connection: the answer says "Connection: close".
 #pragma once
 
