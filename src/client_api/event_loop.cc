@@ -12,6 +12,7 @@
 #include "etcdw/common/logging.h"
 #include "grpc_wire.h"
 #include "http1_endpoints.h"
+#include "http1_request.h"
 
 namespace etcdw::client_api {
 
@@ -42,6 +43,8 @@ Status Errno(const std::string& what) {
   return Status(Code::kUnavailable, what + ": " + std::strerror(errno));
 }
 
+}  // namespace
+
 // grpc-go's answer for a path ("/etcdserverpb.KV/Put") no method has.
 Status UnknownMethod(const MethodTable& methods, const std::string& path) {
   const size_t slash = path.find('/', 1);
@@ -55,8 +58,6 @@ Status UnknownMethod(const MethodTable& methods, const std::string& path) {
   return Status(Code::kUnimplemented,
                 "unknown method " + path.substr(slash + 1) + " for service " + service);
 }
-
-}  // namespace
 
 Status EventLoop::Init() {
   epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -245,18 +246,26 @@ bool EventLoop::Take(Conn& c, const char* data, size_t n) {
 
 void EventLoop::OnHttp1(Conn& c) {
   if (c.http1_asked) return;  // one request per connection; what follows is ignored
-  const bool whole = HasHttp1Head(c.first);
-  if (!whole && c.first.size() <= kMaxHttp1HeadBytes) return;
+  Http1Request req;
+  const Http1Context ctx{host.etcd, host.methods, host.opts.max_request_message_bytes,
+                         host.opts.enable_grpc_gateway};
+  const Http1Parse p = ParseHttp1Request(c.first, kMaxHttp1HeadBytes, ctx.MaxBody(), &req);
+  if (p.result == Http1Parse::kIncomplete) {
+    // A client that sent "Expect: 100-continue" waits for it before sending its body.
+    if (p.head_complete && !c.http1_continued && req.ExpectsContinue()) {
+      c.http1_continued = true;
+      c.out.append(kHttp1Continue);
+      MarkDirty(c);
+    }
+    return;
+  }
   c.http1_asked = true;
   ++in_flight;
   auto answer = [mail = mail, conn = c.id](std::string response) {
     mail->Post({Answered::kHttp1, conn, 0, Status::Ok(), std::move(response)});
   };
-  if (!whole) {
-    return answer(HeadTooLarge());
-  }
-  AnswerHttp1(host.etcd, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, c.first,
-              std::move(answer));
+  if (p.result != Http1Parse::kComplete) return answer(Http1ParseError(p.result));
+  AnswerHttp1(ctx, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, req, std::move(answer));
 }
 
 // Bytes taken from a session per send: everything a round of answers produces fits, and a

@@ -58,6 +58,7 @@ struct Conn {
   std::string first;                // the bytes read while sniffing; HTTP/1.1: the request so far
   bool metrics_only = false;        // a listen-metrics-url's: HTTP/1.1 only, its endpoints only
   bool http1_asked = false;         // HTTP/1.1: its one request is being answered
+  bool http1_continued = false;     // HTTP/1.1: "100 Continue" sent
   bool close_after_out = false;     // HTTP/1.1: answered; close once `out` is sent
   std::unique_ptr<TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.

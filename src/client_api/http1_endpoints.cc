@@ -6,7 +6,9 @@
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/common/version.h"
 #include "etcdw/member/server_metrics.h"
+#include "gateway.h"
 #include "health_checks.h"
+#include "method_table.h"
 
 namespace etcdw::client_api {
 
@@ -28,8 +30,9 @@ std::string HttpDate() {
 // `cors`, etcd's CORS headers, which its client port's handlers add from its default --cors
 // "*"), then Date and Content-Length, then a Content-Type Go sniffed from the body when the
 // handler set none (`sniffed`).
+// `chunked`: the body as one chunk and grpc-gateway's trailer (its gRPC error answers).
 std::string Response(bool cors, int code, std::string_view reason, std::string_view sorted_headers,
-                     std::string_view body, std::string_view sniffed = "") {
+                     std::string_view body, std::string_view sniffed = "", bool chunked = false) {
   std::string r = "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) + "\r\n";
   if (cors) {
     r += "Access-Control-Allow-Headers: accept, content-type, authorization\r\n";
@@ -38,6 +41,14 @@ std::string Response(bool cors, int code, std::string_view reason, std::string_v
   }
   r += sorted_headers;
   r += "Date: " + HttpDate() + "\r\n";
+  if (chunked) {
+    char size[32];
+    snprintf(size, sizeof size, "%zx", body.size());
+    r += "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    r += std::string(size) + "\r\n" + std::string(body) + "\r\n";
+    r += "0\r\nGrpc-Trailer-Content-Type: application/grpc\r\n\r\n";
+    return r;
+  }
   r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   if (!sniffed.empty()) r += "Content-Type: " + std::string(sniffed) + "\r\n";
   r += "Connection: close\r\n\r\n";
@@ -67,34 +78,89 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
   return std::nullopt;
 }
 
-std::string HeadTooLarge() {
-  return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
-                  "431 Request Header Fields Too Large");
+std::string Http1ParseError(Http1Parse::Result why) {
+  if (why == Http1Parse::kHeadTooLarge) {
+    return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
+                    "431 Request Header Fields Too Large");
+  }
+  if (why == Http1Parse::kBodyTooLarge) {
+    return Response(/*cors=*/false, 413, "Request Entity Too Large", kTextHeader,
+                    "413 Request Entity Too Large");
+  }
+  return Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request");
 }
 
-bool HasHttp1Head(std::string_view in) { return in.find("\r\n\r\n") != std::string_view::npos; }
+namespace {
 
-void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
-                 std::function<void(std::string)> done) {
-  const bool cors = port == HttpPort::kClient;  // a handler of the client port adds them
-  // Request line: METHOD SP TARGET SP VERSION.
-  const size_t eol = in.find("\r\n");
-  const std::string_view line = in.substr(0, eol);
-  const size_t sp1 = line.find(' ');
-  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (eol == std::string_view::npos || sp2 == std::string_view::npos ||
-      line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-    // Go's server answers this itself, before any handler: no CORS headers.
-    return done(Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request"));
+std::string_view Reason(int code) {
+  switch (code) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 412:
+      return "Precondition Failed";
+    case 429:
+      return "Too Many Requests";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Internal Server Error";
   }
-  const std::string_view method = line.substr(0, sp1);
-  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const size_t question = target.find('?');
-  const std::string_view path = target.substr(0, question);
-  const std::string_view query =
-      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+}
+
+// A gateway answer laid out as etcd's (grpc-gateway's headers, then Go's).
+std::string GatewayResponse(const GatewayAnswer& a) {
+  switch (a.kind) {
+    case GatewayAnswer::kMessage:
+      return Response(true, 200, "OK",
+                      "Content-Type: application/json\r\n"
+                      "Grpc-Metadata-Content-Type: application/grpc\r\n",
+                      a.body);
+    case GatewayAnswer::kGrpcError:
+      return Response(true, a.code, Reason(a.code),
+                      "Content-Type: application/json\r\nTrailer: Grpc-Trailer-Content-Type\r\n",
+                      a.body, "", /*chunked=*/true);
+    case GatewayAnswer::kParseError:
+      return Response(true, a.code, Reason(a.code), "Content-Type: application/json\r\n", a.body);
+    case GatewayAnswer::kNotFound:
+    case GatewayAnswer::kNotAllowed:
+      break;
+  }
+  return Response(true, a.code, Reason(a.code), kErrorHeaders, a.body);
+}
+
+}  // namespace
+
+void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req,
+                 std::function<void(std::string)> done) {
+  member::EtcdServer& s = ctx.server;
+  const bool cors = port == HttpPort::kClient;  // a handler of the client port adds them
+  const std::string_view method = req.method;
+  const std::string_view path = req.path;
   if (path == "/metrics") {  // any method, as Prometheus's handler
     return done(Response(cors, 200, "OK", kMetricsHeaders, member::MetricsText(s)));
+  }
+  if (cors && ctx.gateway && IsGatewayPath(path)) {
+    return ServeGateway(
+        ctx.methods, ctx.max_message_bytes, req,
+        [done = std::move(done)](const GatewayAnswer& a) { done(GatewayResponse(a)); });
   }
   const bool served = IsHealthPath(path) || (path == "/version" && port == HttpPort::kClient);
   if (!served) {
@@ -110,7 +176,7 @@ void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
     return done(Response(cors, 200, "OK", "Content-Type: application/json\r\n", body));
   }
   RunHealthEndpoint(
-      MemberHealthProbe(s), path, query, [cors, done = std::move(done)](const HealthAnswer& a) {
+      MemberHealthProbe(s), path, req.query, [cors, done = std::move(done)](const HealthAnswer& a) {
         const std::string_view headers = a.plain ? kErrorHeaders : "";
         const std::string_view sniffed = a.plain ? "" : kText;
         done(a.code == 200 ? Response(cors, 200, "OK", headers, a.body, sniffed)

@@ -12,6 +12,11 @@
 #include <string_view>
 
 #include "etcdw/member/etcd_server.h"
+#include "http1_request.h"
+
+namespace etcdw::client_api {
+class MethodTable;
+}
 
 namespace etcdw::client_api {
 
@@ -23,18 +28,29 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes);
 // Request heads larger than this are refused (431) without waiting for their end.
 constexpr size_t kMaxHttp1HeadBytes = 8 << 10;
 
-// The answer to a request head over kMaxHttp1HeadBytes (431, as Go's server).
-std::string HeadTooLarge();
-
-// Whether `in` holds a whole request head (through its blank line).
-bool HasHttp1Head(std::string_view in);
-
 // Which port a request came to.
 enum class HttpPort { kClient, kMetrics };
 
-// Answers the request whose head `in` starts with; `done` receives the whole response (status
-// line, headers, body), once, from any thread.
-void AnswerHttp1(member::EtcdServer& server, HttpPort port, std::string_view in,
+// What the server answers HTTP/1.x requests with.
+struct Http1Context {
+  member::EtcdServer& server;
+  const MethodTable& methods;  // the gateway calls them
+  size_t max_message_bytes;    // the largest request message the gRPC server takes
+  bool gateway = true;         // enable-grpc-gateway
+  // The largest request body taken (the gateway's JSON: base64 makes bytes a third larger).
+  size_t MaxBody() const { return 4 * max_message_bytes + (64 << 10); }
+};
+
+// The answer to a request that could not be parsed (`why`: 400, 413 or 431, as Go's server
+// writes them itself).
+std::string Http1ParseError(Http1Parse::Result why);
+
+// The interim answer to "Expect: 100-continue".
+constexpr std::string_view kHttp1Continue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// Answers `req`; `done` receives the whole response (status line, headers, body), once, from
+// any thread.
+void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req,
                  std::function<void(std::string response)> done);
 
 }  // namespace etcdw::client_api

@@ -1,0 +1,276 @@
+#include "gateway.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <cctype>
+#include <cstdio>
+#include <memory>
+
+#include "grpc_wire.h"
+
+namespace etcdw::client_api {
+
+namespace {
+
+// A gateway route: its path under /v3/ and the gRPC method ("etcdserverpb.KV", "Range").
+struct Route {
+  std::string_view path;
+  std::string_view service;
+  std::string_view method;
+};
+
+// etcd 3.4's etcdserverpb/gw/rpc.pb.gw.go, unary methods. Where two methods share a path
+// (Hash and HashKV on /v3/maintenance/hash), the first registered answers, as there.
+constexpr Route kRoutes[] = {
+    {"/v3/kv/range", "etcdserverpb.KV", "Range"},
+    {"/v3/kv/put", "etcdserverpb.KV", "Put"},
+    {"/v3/kv/deleterange", "etcdserverpb.KV", "DeleteRange"},
+    {"/v3/kv/txn", "etcdserverpb.KV", "Txn"},
+    {"/v3/kv/compaction", "etcdserverpb.KV", "Compact"},
+    {"/v3/lease/grant", "etcdserverpb.Lease", "LeaseGrant"},
+    {"/v3/lease/revoke", "etcdserverpb.Lease", "LeaseRevoke"},
+    {"/v3/kv/lease/revoke", "etcdserverpb.Lease", "LeaseRevoke"},
+    {"/v3/lease/timetolive", "etcdserverpb.Lease", "LeaseTimeToLive"},
+    {"/v3/kv/lease/timetolive", "etcdserverpb.Lease", "LeaseTimeToLive"},
+    {"/v3/lease/leases", "etcdserverpb.Lease", "LeaseLeases"},
+    {"/v3/kv/lease/leases", "etcdserverpb.Lease", "LeaseLeases"},
+    {"/v3/cluster/member/add", "etcdserverpb.Cluster", "MemberAdd"},
+    {"/v3/cluster/member/remove", "etcdserverpb.Cluster", "MemberRemove"},
+    {"/v3/cluster/member/update", "etcdserverpb.Cluster", "MemberUpdate"},
+    {"/v3/cluster/member/list", "etcdserverpb.Cluster", "MemberList"},
+    {"/v3/cluster/member/promote", "etcdserverpb.Cluster", "MemberPromote"},
+    {"/v3/maintenance/alarm", "etcdserverpb.Maintenance", "Alarm"},
+    {"/v3/maintenance/status", "etcdserverpb.Maintenance", "Status"},
+    {"/v3/maintenance/defragment", "etcdserverpb.Maintenance", "Defragment"},
+    {"/v3/maintenance/hash", "etcdserverpb.Maintenance", "Hash"},
+    {"/v3/maintenance/transfer-leadership", "etcdserverpb.Maintenance", "MoveLeader"},
+    {"/v3/auth/enable", "etcdserverpb.Auth", "AuthEnable"},
+    {"/v3/auth/disable", "etcdserverpb.Auth", "AuthDisable"},
+    {"/v3/auth/authenticate", "etcdserverpb.Auth", "Authenticate"},
+    {"/v3/auth/user/add", "etcdserverpb.Auth", "UserAdd"},
+    {"/v3/auth/user/get", "etcdserverpb.Auth", "UserGet"},
+    {"/v3/auth/user/list", "etcdserverpb.Auth", "UserList"},
+    {"/v3/auth/user/delete", "etcdserverpb.Auth", "UserDelete"},
+    {"/v3/auth/user/changepw", "etcdserverpb.Auth", "UserChangePassword"},
+    {"/v3/auth/user/grant", "etcdserverpb.Auth", "UserGrantRole"},
+    {"/v3/auth/user/revoke", "etcdserverpb.Auth", "UserRevokeRole"},
+    {"/v3/auth/role/add", "etcdserverpb.Auth", "RoleAdd"},
+    {"/v3/auth/role/get", "etcdserverpb.Auth", "RoleGet"},
+    {"/v3/auth/role/list", "etcdserverpb.Auth", "RoleList"},
+    {"/v3/auth/role/delete", "etcdserverpb.Auth", "RoleDelete"},
+    {"/v3/auth/role/grant", "etcdserverpb.Auth", "RoleGrantPermission"},
+    {"/v3/auth/role/revoke", "etcdserverpb.Auth", "RoleRevokePermission"},
+    // Streams (Watch, LeaseKeepAlive, Snapshot): routed, not served by the gateway yet.
+    {"/v3/watch", "etcdserverpb.Watch", "Watch"},
+    {"/v3/lease/keepalive", "etcdserverpb.Lease", "LeaseKeepAlive"},
+    {"/v3/maintenance/snapshot", "etcdserverpb.Maintenance", "Snapshot"},
+};
+
+const Route* FindRoute(std::string_view path) {
+  for (const Route& r : kRoutes) {
+    if (r.path == path) return &r;
+  }
+  return nullptr;
+}
+
+// Go's encoding/json string form: quotes, backslashes and control characters escaped, and <, >,
+// & as \u003c, \u003e, \u0026 (its HTML-safe default).
+std::string GoJsonQuote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+GatewayAnswer ErrorAnswer(GatewayAnswer::Kind kind, const Status& st) {
+  return {kind, HttpStatusFromCode(st.code()), GatewayErrorBody(st)};
+}
+
+}  // namespace
+
+bool IsGatewayPath(std::string_view path) {
+  return path.substr(0, 4) == "/v3/" || path.substr(0, 8) == "/v3beta/";
+}
+
+int HttpStatusFromCode(Code code) {
+  switch (code) {
+    case Code::kOk:
+      return 200;
+    case Code::kCanceled:
+      return 408;
+    case Code::kUnknown:
+      return 500;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kDeadlineExceeded:
+      return 504;
+    case Code::kNotFound:
+      return 404;
+    case Code::kAlreadyExists:
+      return 409;
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kUnauthenticated:
+      return 401;
+    case Code::kResourceExhausted:
+      return 429;
+    case Code::kFailedPrecondition:
+      return 412;  // grpc-gateway 1.9.5's; later versions answer 400
+    case Code::kAborted:
+      return 409;
+    case Code::kOutOfRange:
+      return 400;
+    case Code::kUnimplemented:
+      return 501;
+    case Code::kInternal:
+      return 500;
+    case Code::kUnavailable:
+      return 503;
+    case Code::kDataLoss:
+      return 500;
+  }
+  return 500;
+}
+
+std::string GatewayErrorBody(const Status& st) {
+  const std::string msg = GoJsonQuote(st.message());
+  return "{\"error\":" + msg + ",\"message\":" + msg +
+         ",\"code\":" + std::to_string(static_cast<int>(st.code())) + "}";
+}
+
+size_t FirstJsonValueLength(std::string_view in) {
+  size_t i = 0;
+  while (i < in.size() && std::isspace(static_cast<unsigned char>(in[i]))) ++i;
+  if (i == in.size()) return 0;
+  int depth = 0;
+  bool in_string = false;
+  for (; i < in.size(); ++i) {
+    const char c = in[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return i + 1;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 0) return i + 1;
+    } else if (depth == 0 && (std::isspace(static_cast<unsigned char>(c)) || c == ',')) {
+      return i;  // the end of a bare scalar
+    }
+  }
+  return in.size();
+}
+
+CallContext GatewayCallContext(const Http1Request& req) {
+  CallContext ctx;
+  if (const std::string* t = req.Header("grpc-metadata-token")) ctx.token = *t;
+  if (!ctx.token) {
+    if (const std::string* a = req.Header("authorization")) ctx.token = *a;
+  }
+  if (const std::string* h = req.Header("grpc-metadata-hasleader"))
+    ctx.require_leader = *h == "true";
+  return ctx;
+}
+
+void ServeGateway(const MethodTable& methods, size_t max_message_bytes, const Http1Request& req,
+                  std::function<void(GatewayAnswer)> done) {
+  std::string path = req.path;
+  if (path.rfind("/v3beta/", 0) == 0) path.replace(0, 8, "/v3/");
+  const Route* route = FindRoute(path);
+  if (!route) return done({GatewayAnswer::kNotFound, 404, "Not Found\n"});
+  if (req.method != "POST") return done({GatewayAnswer::kNotAllowed, 405, "Method Not Allowed\n"});
+  const std::string grpc_path =
+      "/" + std::string(route->service) + "/" + std::string(route->method);
+  const MethodTable::UnaryMethod* method = methods.Find(grpc_path);
+  // The protobuf types of the method, from the descriptors compiled in with etcd's .proto.
+  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+  const google::protobuf::MethodDescriptor* md =
+      pool->FindMethodByName(std::string(route->service) + "." + std::string(route->method));
+  if (!method || !md || md->client_streaming() || md->server_streaming()) {
+    // As the gRPC server answers a method it does not serve (Unimplemented, 501).
+    return done(ErrorAnswer(GatewayAnswer::kGrpcError, UnknownMethod(methods, grpc_path)));
+  }
+  auto* factory = google::protobuf::MessageFactory::generated_factory();
+  std::unique_ptr<google::protobuf::Message> request(
+      factory->GetPrototype(md->input_type())->New());
+  // Like grpc-gateway's decoder: the body's first JSON value; an empty body is an empty request;
+  // fields the message does not have are ignored.
+  const std::string_view json =
+      std::string_view(req.body).substr(0, FirstJsonValueLength(req.body));
+  if (!json.empty()) {
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = true;
+    auto st = google::protobuf::util::JsonStringToMessage(json, request.get(), opts);
+    if (!st.ok()) {
+      return done(ErrorAnswer(GatewayAnswer::kParseError,
+                              Status(Code::kInvalidArgument, std::string(st.message()))));
+    }
+  }
+  const std::string payload = request->SerializeAsString();
+  const CallStats stats = method->stats;
+  stats.method->started.Add();
+  if (auto checked = SingleMessage(FrameBytes(payload), max_message_bytes); !checked.ok()) {
+    stats.Handled(checked.status());
+    return done(ErrorAnswer(GatewayAnswer::kGrpcError, checked.status()));
+  }
+  stats.Received(payload.size());
+  std::shared_ptr<google::protobuf::Message> response(
+      factory->GetPrototype(md->output_type())->New());
+  method->call(
+      GatewayCallContext(req), payload,
+      [stats, response, done = std::move(done)](const Status& st, std::string framed) {
+        if (st.ok()) stats.Sent(framed);
+        stats.Handled(st);
+        if (!st.ok()) return done(ErrorAnswer(GatewayAnswer::kGrpcError, st));
+        if (framed.size() < kMessagePrefixBytes ||
+            !response->ParseFromArray(framed.data() + kMessagePrefixBytes,
+                                      static_cast<int>(framed.size() - kMessagePrefixBytes))) {
+          return done(ErrorAnswer(GatewayAnswer::kGrpcError,
+                                  Status(Code::kInternal, "malformed response")));
+        }
+        google::protobuf::util::JsonPrintOptions opts;
+        opts.preserve_proto_field_names = true;  // JSONPb{OrigName: true}
+        std::string out;
+        auto printed = google::protobuf::util::MessageToJsonString(*response, &out, opts);
+        if (!printed.ok()) {
+          return done(ErrorAnswer(GatewayAnswer::kGrpcError,
+                                  Status(Code::kInternal, std::string(printed.message()))));
+        }
+        done({GatewayAnswer::kMessage, 200, std::move(out)});
+      });
+}
+
+}  // namespace etcdw::client_api
