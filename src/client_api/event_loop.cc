@@ -171,6 +171,11 @@ void EventLoop::DeliverMail() {
       if (a.written) a.written(false);
       continue;
     }
+    if (it->second->mode == Conn::Mode::kHttp1 && a.kind != Answered::kHttp1) {
+      OnGatewayStreamAnswer(*it->second, a);
+      MarkDirty(*it->second);
+      continue;
+    }
     H2Connection& h2 = *it->second->h2;
     switch (a.kind) {
       case Answered::kUnary:
@@ -265,7 +270,48 @@ void EventLoop::OnHttp1(Conn& c) {
     mail->Post({Answered::kHttp1, conn, 0, Status::Ok(), std::move(response)});
   };
   if (p.result != Http1Parse::kComplete) return answer(Http1ParseError(p.result));
+  if (!c.metrics_only && ctx.gateway && GatewayStream::IsStreamPath(req.path)) {
+    --in_flight;  // a stream, answered by its messages
+    return OnGatewayStream(c, req);
+  }
   AnswerHttp1(ctx, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, req, std::move(answer));
+}
+
+void EventLoop::OnGatewayStream(Conn& c, const Http1Request& req) {
+  // Its answers come through the mailbox like an HTTP/2 stream's (stream id 1, unused).
+  auto sink = std::make_shared<MailboxSink>(mail, c.id, 1);
+  GatewayAnswer refused;
+  c.gateway = GatewayStream::Open(host.methods, req, std::move(sink), &refused);
+  if (!c.gateway) {
+    c.out.append(GatewayHttpResponse(refused));
+    c.close_after_out = true;
+  }
+  MarkDirty(c);
+}
+
+void EventLoop::OnGatewayStreamAnswer(Conn& c, Answered& a) {
+  if (!c.gateway || c.close_after_out) {  // ended already
+    if (a.written) a.written(false);
+    return;
+  }
+  if (a.kind == Answered::kStreamMessage) {
+    if (!c.gateway_head_sent) c.out.append(GatewayStreamHead(200, /*answered=*/true));
+    c.gateway_head_sent = true;
+    c.out.append(Http1Chunk(c.gateway->ResultLine(a.framed)));
+    // Taken: the socket's buffer and `out` hold what the client has not read yet.
+    if (a.written) a.written(true);
+    return;
+  }
+  // An error before any message sets the status, as grpc-gateway's stream error handler does.
+  if (!c.gateway_head_sent) {
+    c.out.append(
+        GatewayStreamHead(a.st.ok() ? 200 : HttpStatusFromCode(a.st.code()), /*answered=*/false));
+  }
+  c.gateway_head_sent = true;
+  c.out.append(Http1Chunk(GatewayStream::EndLine(a.st)));
+  c.out.append("0\r\n\r\n");
+  c.close_after_out = true;
+  c.gateway->Gone();
 }
 
 // Bytes taken from a session per send: everything a round of answers produces fits, and a

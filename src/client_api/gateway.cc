@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cstdio>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "grpc_wire.h"
 
@@ -114,6 +116,40 @@ GatewayAnswer ErrorAnswer(GatewayAnswer::Kind kind, const Status& st) {
   return {kind, HttpStatusFromCode(st.code()), GatewayErrorBody(st)};
 }
 
+// The route's method, or nullptr for "/v3beta/..." rewritten as "/v3/..." that has none.
+const google::protobuf::MethodDescriptor* MethodOf(const Route& route) {
+  return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+      std::string(route.service) + "." + std::string(route.method));
+}
+
+std::string V3Path(std::string_view path) {
+  std::string p(path);
+  if (p.rfind("/v3beta/", 0) == 0) p.replace(0, 8, "/v3/");
+  return p;
+}
+
+// Decodes the JSON value `json` into `m` as grpc-gateway's decoder does (unknown fields ignored).
+Status DecodeJson(std::string_view json, google::protobuf::Message* m) {
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(json, m, opts);
+  return st.ok() ? Status::Ok() : Status(Code::kInvalidArgument, std::string(st.message()));
+}
+
+// `m` as JSONPb{OrigName: true} writes it; false on failure.
+bool EncodeJson(const google::protobuf::Message& m, std::string* out) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  return google::protobuf::util::MessageToJsonString(m, out, opts).ok();
+}
+
+// Parses the framed answer `framed` into `m`.
+bool ParseFramed(std::string_view framed, google::protobuf::Message* m) {
+  return framed.size() >= kMessagePrefixBytes &&
+         m->ParseFromArray(framed.data() + kMessagePrefixBytes,
+                           static_cast<int>(framed.size() - kMessagePrefixBytes));
+}
+
 }  // namespace
 
 bool IsGatewayPath(std::string_view path) {
@@ -207,18 +243,14 @@ CallContext GatewayCallContext(const Http1Request& req) {
 
 void ServeGateway(const MethodTable& methods, size_t max_message_bytes, const Http1Request& req,
                   std::function<void(GatewayAnswer)> done) {
-  std::string path = req.path;
-  if (path.rfind("/v3beta/", 0) == 0) path.replace(0, 8, "/v3/");
-  const Route* route = FindRoute(path);
+  const Route* route = FindRoute(V3Path(req.path));
   if (!route) return done({GatewayAnswer::kNotFound, 404, "Not Found\n"});
   if (req.method != "POST") return done({GatewayAnswer::kNotAllowed, 405, "Method Not Allowed\n"});
   const std::string grpc_path =
       "/" + std::string(route->service) + "/" + std::string(route->method);
   const MethodTable::UnaryMethod* method = methods.Find(grpc_path);
   // The protobuf types of the method, from the descriptors compiled in with etcd's .proto.
-  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
-  const google::protobuf::MethodDescriptor* md =
-      pool->FindMethodByName(std::string(route->service) + "." + std::string(route->method));
+  const google::protobuf::MethodDescriptor* md = MethodOf(*route);
   if (!method || !md || md->client_streaming() || md->server_streaming()) {
     // As the gRPC server answers a method it does not serve (Unimplemented, 501).
     return done(ErrorAnswer(GatewayAnswer::kGrpcError, UnknownMethod(methods, grpc_path)));
@@ -231,12 +263,8 @@ void ServeGateway(const MethodTable& methods, size_t max_message_bytes, const Ht
   const std::string_view json =
       std::string_view(req.body).substr(0, FirstJsonValueLength(req.body));
   if (!json.empty()) {
-    google::protobuf::util::JsonParseOptions opts;
-    opts.ignore_unknown_fields = true;
-    auto st = google::protobuf::util::JsonStringToMessage(json, request.get(), opts);
-    if (!st.ok()) {
-      return done(ErrorAnswer(GatewayAnswer::kParseError,
-                              Status(Code::kInvalidArgument, std::string(st.message()))));
+    if (Status st = DecodeJson(json, request.get()); !st.ok()) {
+      return done(ErrorAnswer(GatewayAnswer::kParseError, st));
     }
   }
   const std::string payload = request->SerializeAsString();
@@ -249,28 +277,113 @@ void ServeGateway(const MethodTable& methods, size_t max_message_bytes, const Ht
   stats.Received(payload.size());
   std::shared_ptr<google::protobuf::Message> response(
       factory->GetPrototype(md->output_type())->New());
-  method->call(
-      GatewayCallContext(req), payload,
-      [stats, response, done = std::move(done)](const Status& st, std::string framed) {
-        if (st.ok()) stats.Sent(framed);
-        stats.Handled(st);
-        if (!st.ok()) return done(ErrorAnswer(GatewayAnswer::kGrpcError, st));
-        if (framed.size() < kMessagePrefixBytes ||
-            !response->ParseFromArray(framed.data() + kMessagePrefixBytes,
-                                      static_cast<int>(framed.size() - kMessagePrefixBytes))) {
-          return done(ErrorAnswer(GatewayAnswer::kGrpcError,
-                                  Status(Code::kInternal, "malformed response")));
-        }
-        google::protobuf::util::JsonPrintOptions opts;
-        opts.preserve_proto_field_names = true;  // JSONPb{OrigName: true}
-        std::string out;
-        auto printed = google::protobuf::util::MessageToJsonString(*response, &out, opts);
-        if (!printed.ok()) {
-          return done(ErrorAnswer(GatewayAnswer::kGrpcError,
-                                  Status(Code::kInternal, std::string(printed.message()))));
-        }
-        done({GatewayAnswer::kMessage, 200, std::move(out)});
-      });
+  method->call(GatewayCallContext(req), payload,
+               [stats, response, done = std::move(done)](const Status& st, std::string framed) {
+                 if (st.ok()) stats.Sent(framed);
+                 stats.Handled(st);
+                 if (!st.ok()) return done(ErrorAnswer(GatewayAnswer::kGrpcError, st));
+                 std::string out;
+                 if (!ParseFramed(framed, response.get()) || !EncodeJson(*response, &out)) {
+                   return done(ErrorAnswer(GatewayAnswer::kGrpcError,
+                                           Status(Code::kInternal, "malformed response")));
+                 }
+                 done({GatewayAnswer::kMessage, 200, std::move(out)});
+               });
+}
+
+bool GatewayStream::IsStreamPath(std::string_view path) {
+  const Route* route = FindRoute(V3Path(path));
+  const google::protobuf::MethodDescriptor* md = route ? MethodOf(*route) : nullptr;
+  return md && (md->client_streaming() || md->server_streaming());
+}
+
+std::unique_ptr<GatewayStream> GatewayStream::Open(const MethodTable& methods,
+                                                   const Http1Request& req,
+                                                   std::shared_ptr<StreamSink> sink,
+                                                   GatewayAnswer* refused) {
+  const Route* route = FindRoute(V3Path(req.path));
+  const google::protobuf::MethodDescriptor* md = route ? MethodOf(*route) : nullptr;
+  if (!md) {
+    *refused = {GatewayAnswer::kNotFound, 404, "Not Found\n"};
+    return nullptr;
+  }
+  if (req.method != "POST") {
+    *refused = {GatewayAnswer::kNotAllowed, 405, "Method Not Allowed\n"};
+    return nullptr;
+  }
+  const std::string grpc_path =
+      "/" + std::string(route->service) + "/" + std::string(route->method);
+  const MethodTable::OpenStream* open = methods.FindStream(grpc_path);
+  if (!open) {
+    *refused = ErrorAnswer(GatewayAnswer::kGrpcError, UnknownMethod(methods, grpc_path));
+    return nullptr;
+  }
+  // The client's messages: the body's JSON values up to the first that does not parse (the
+  // first one refuses the call), as grpc-gateway's decoding loop.
+  auto* factory = google::protobuf::MessageFactory::generated_factory();
+  std::vector<std::string> messages;
+  std::string_view body = req.body;
+  while (true) {
+    const size_t n = FirstJsonValueLength(body);
+    if (n == 0) break;
+    std::unique_ptr<google::protobuf::Message> m(factory->GetPrototype(md->input_type())->New());
+    if (Status st = DecodeJson(body.substr(0, n), m.get()); !st.ok()) {
+      if (messages.empty()) {
+        // Not a gRPC status there: grpc-gateway answers it as Unknown (500, code 2).
+        *refused = ErrorAnswer(GatewayAnswer::kParseError, Status(Code::kUnknown, st.message()));
+        return nullptr;
+      }
+      break;
+    }
+    messages.push_back(m->SerializeAsString());
+    body.remove_prefix(n);
+    // A server stream (Snapshot) takes one request message.
+    if (!md->client_streaming()) break;
+  }
+  if (!md->client_streaming() && messages.empty()) messages.emplace_back();
+  std::unique_ptr<GatewayStream> gs(new GatewayStream());
+  gs->response_.reset(factory->GetPrototype(md->output_type())->New());
+  gs->call_ = (*open)(GatewayCallContext(req), std::move(sink));
+  if (gs->call_) {
+    for (const std::string& m : messages) gs->call_->OnMessage(m);
+    gs->call_->OnHalfClose();
+  }
+  return gs;
+}
+
+GatewayStream::~GatewayStream() { Gone(); }
+
+void GatewayStream::Gone() {
+  if (call_) {
+    std::unique_ptr<StreamCall> call = std::move(call_);
+    call->OnGone();
+  }
+}
+
+std::string GatewayStream::ResultLine(std::string_view framed) const {
+  std::unique_ptr<google::protobuf::Message> m(response_->New());
+  std::string json;
+  if (!ParseFramed(framed, m.get()) || !EncodeJson(*m, &json)) {
+    return EndLine(Status(Code::kInternal, "malformed response"));
+  }
+  return "{\"result\":" + json + "}\n";
+}
+
+std::string GatewayStream::EndLine(const Status& st) {
+  if (st.ok()) return "";
+  const int http = HttpStatusFromCode(st.code());
+  static constexpr std::pair<int, std::string_view> kTexts[] = {
+      {400, "Bad Request"},         {401, "Unauthorized"},      {403, "Forbidden"},
+      {404, "Not Found"},           {408, "Request Timeout"},   {409, "Conflict"},
+      {412, "Precondition Failed"}, {429, "Too Many Requests"}, {501, "Not Implemented"},
+      {503, "Service Unavailable"}, {504, "Gateway Timeout"}};
+  std::string_view text = "Internal Server Error";
+  for (const auto& [code, t] : kTexts) {
+    if (code == http) text = t;
+  }
+  return "{\"error\":{\"grpc_code\":" + std::to_string(static_cast<int>(st.code())) +
+         ",\"http_code\":" + std::to_string(http) + ",\"message\":" + GoJsonQuote(st.message()) +
+         ",\"http_status\":" + GoJsonQuote(text) + "}}";
 }
 
 }  // namespace etcdw::client_api

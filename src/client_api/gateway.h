@@ -7,7 +7,10 @@
 // {"error","message","code"} with the HTTP status grpc-gateway maps the gRPC code to.
 #pragma once
 
+#include <google/protobuf/message.h>
+
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -57,5 +60,35 @@ CallContext GatewayCallContext(const Http1Request& req);
 // called once, from any thread.
 void ServeGateway(const MethodTable& methods, size_t max_message_bytes, const Http1Request& req,
                   std::function<void(GatewayAnswer)> done);
+
+// One streaming gateway call (/v3/watch, /v3/lease/keepalive, /v3/maintenance/snapshot) over
+// HTTP/1.1, as grpc-gateway v1 runs them: the request body holds the client's messages as JSON
+// values one after the other (a first one that does not parse refuses the call; the messages
+// stop at a later one that does not), all sent, then the client's side closed; each response
+// message is written as a line {"result":{...}}, an error as {"error":{"grpc_code",
+// "http_code","message","http_status"}}. Owned and called by the connection's event loop.
+class GatewayStream {
+ public:
+  // Whether `path` (under /v3/ or /v3beta/) is a streaming route.
+  static bool IsStreamPath(std::string_view path);
+  // Opens the stream `req` asks for (IsStreamPath; POST), its answers going to `sink`; on
+  // refusal, nullptr and *refused (as the unary gateway answers).
+  static std::unique_ptr<GatewayStream> Open(const MethodTable& methods, const Http1Request& req,
+                                             std::shared_ptr<StreamSink> sink,
+                                             GatewayAnswer* refused);
+  ~GatewayStream();
+
+  // The line the client gets for a framed response message / for the stream's end ("" when
+  // it ended well).
+  std::string ResultLine(std::string_view framed) const;
+  static std::string EndLine(const Status& st);
+  // The connection is gone.
+  void Gone();
+
+ private:
+  GatewayStream() = default;
+  std::unique_ptr<StreamCall> call_;
+  std::unique_ptr<google::protobuf::Message> response_;  // the type of the answers
+};
 
 }  // namespace etcdw::client_api

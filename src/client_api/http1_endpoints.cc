@@ -125,8 +125,9 @@ std::string_view Reason(int code) {
   }
 }
 
-// A gateway answer laid out as etcd's (grpc-gateway's headers, then Go's).
-std::string GatewayResponse(const GatewayAnswer& a) {
+}  // namespace
+
+std::string GatewayHttpResponse(const GatewayAnswer& a) {
   switch (a.kind) {
     case GatewayAnswer::kMessage:
       return Response(true, 200, "OK",
@@ -146,7 +147,22 @@ std::string GatewayResponse(const GatewayAnswer& a) {
   return Response(true, a.code, Reason(a.code), kErrorHeaders, a.body);
 }
 
-}  // namespace
+std::string GatewayStreamHead(int code, bool answered) {
+  // The stream's gRPC headers are forwarded once a message came with them.
+  std::string r = Response(true, code, Reason(code),
+                           answered ? "Content-Type: application/json\r\n"
+                                      "Grpc-Metadata-Content-Type: application/grpc\r\n"
+                                    : "Content-Type: application/json\r\n",
+                           "", "", /*chunked=*/true);
+  return r.substr(0, r.find("\r\n\r\n") + 4);  // the head alone
+}
+
+std::string Http1Chunk(std::string_view data) {
+  if (data.empty()) return "";
+  char size[32];
+  snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + std::string(data) + "\r\n";
+}
 
 void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req,
                  std::function<void(std::string)> done) {
@@ -160,7 +176,7 @@ void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req
   if (cors && ctx.gateway && IsGatewayPath(path)) {
     return ServeGateway(
         ctx.methods, ctx.max_message_bytes, req,
-        [done = std::move(done)](const GatewayAnswer& a) { done(GatewayResponse(a)); });
+        [done = std::move(done)](const GatewayAnswer& a) { done(GatewayHttpResponse(a)); });
   }
   const bool served = IsHealthPath(path) || (path == "/version" && port == HttpPort::kClient);
   if (!served) {

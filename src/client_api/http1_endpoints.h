@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "etcdw/member/etcd_server.h"
+#include "gateway.h"
 #include "http1_request.h"
 
 namespace etcdw::client_api {
@@ -47,6 +48,15 @@ std::string Http1ParseError(Http1Parse::Result why);
 
 // The interim answer to "Expect: 100-continue".
 constexpr std::string_view kHttp1Continue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// A gateway answer (gateway.h) laid out as etcd's: grpc-gateway's headers, then Go's.
+std::string GatewayHttpResponse(const GatewayAnswer& a);
+// The head of a streaming gateway answer (chunked; its chunks are Http1Chunk's, ended by
+// "0\r\n\r\n"); `answered`: a message comes with it (grpc-gateway then forwards the stream's
+// gRPC headers).
+std::string GatewayStreamHead(int code, bool answered);
+// `data` as one chunk of a chunked body ("" for no data: an empty chunk would end the body).
+std::string Http1Chunk(std::string_view data);
 
 // Answers `req`; `done` receives the whole response (status line, headers, body), once, from
 // any thread.

@@ -252,6 +252,87 @@ TEST_F(GatewayServerTest, ErrorsAnswerAsEtcdsGateway) {
   EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
 }
 
+// A chunked body decoded (the test reads whole answers).
+std::string Dechunked(std::string body) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t eol = body.find("\r\n", at);
+    if (eol == std::string::npos) return out + "<cut>";
+    const size_t n = std::stoul(body.substr(at, eol - at), nullptr, 16);
+    if (n == 0) return out;
+    out += body.substr(eol + 2, n);
+    at = eol + 2 + n + 2;
+  }
+}
+
+TEST_F(GatewayServerTest, KeepaliveStreamAnswersEachMessageAsAResultLine) {
+  StartNative();
+  const int port = native_->ports().at(0);
+  AskGateway(port, Post("/v3/lease/grant", R"({"TTL":60,"ID":"9"})"));
+  std::string r =
+      AskGateway(port, Post("/v3/lease/keepalive", R"({"ID":"9"} {"ID":"9"}{"ID":"8"})"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << r;
+  EXPECT_EQ(
+      WithoutIds(Dechunked(BodyOf(r))),
+      R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"1","raft_term":"2"},"ID":"9","TTL":"60"}})"
+      "\n"
+      R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"1","raft_term":"2"},"ID":"9","TTL":"60"}})"
+      "\n"
+      R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"1","raft_term":"2"},"ID":"8"}})"
+      "\n")
+      << "the stream ends after the body's messages are answered";
+  // A first message that does not parse refuses the call: grpc-gateway's Unknown (500, code 2).
+  r = AskGateway(port, Post("/v3/lease/keepalive", "{bad"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 500 Internal Server Error\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find(R"(,"code":2})"), std::string::npos) << r;
+  // No message: an empty answer, ended.
+  r = AskGateway(port, Post("/v3/lease/keepalive", ""));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_EQ(BodyOf(r), "0\r\n\r\n");
+  r = AskGateway(port, "GET /v3/watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
+}
+
+TEST_F(GatewayServerTest, WatchStreamsEventsUntilTheClientLeaves) {
+  StartNative();
+  const int port = native_->ports().at(0);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string req = Post("/v3/watch", R"({"create_request":{"key":"Zm9v"}})");
+  ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  auto read_until = [&](const std::string& what) {
+    char buf[4096];
+    while (got.find(what) == std::string::npos) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until(R"("created":true}})")) << got;
+  ASSERT_TRUE(Put(*kv_, "foo", "bar").ok());
+  ASSERT_TRUE(read_until("\"value\":\"YmFy\"}}]}}\n")) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_NE(
+      WithoutIds(Dechunked(BodyOf(got)))
+          .find(
+              R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"2","raft_term":"2"},"events":[{"kv":{"key":"Zm9v","create_revision":"2","mod_revision":"2","version":"1","value":"YmFy"}}]}})"),
+      std::string::npos)
+      << WithoutIds(Dechunked(BodyOf(got)));
+  close(fd);
+  // The server drops the watcher with the connection and serves on.
+  ASSERT_TRUE(Put(*kv_, "foo", "baz").ok());
+}
+
 TEST_F(GatewayServerTest, GatewayCanBeDisabled) {
   NativeRpcOptions o;
   o.enable_grpc_gateway = false;
