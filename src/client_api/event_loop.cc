@@ -117,6 +117,12 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
     c.h2->Respond(req.stream, st, {});
     MarkDirty(c);
   };
+  // Over TLS, as etcd's grpcHandlerFunc: an HTTP/2 request that is not gRPC goes to the HTTP
+  // handlers (the gateway, /health ...), answered as over HTTP/1.1 and re-framed. (etcd hands
+  // plain-text HTTP/2 to its gRPC server alone, which refuses such a request.)
+  if (c.tls && req.content_type.find("application/grpc") == std::string::npos) {
+    return OnHttp2Plain(c, req);
+  }
   if (Status st = CheckHeaders(req); !st.ok()) return answer_now(st);
   const MethodTable::UnaryMethod* method = host.methods.Find(req.path);
   if (!method) return answer_now(UnknownMethod(host.methods, req.path));
@@ -142,6 +148,25 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
       });
 }
 
+void EventLoop::OnHttp2Plain(Conn& c, H2Connection::Request& req) {
+  ++in_flight;
+  auto answer = [mail = mail, conn = c.id, stream = req.stream](std::string response) {
+    mail->Post({Answered::kHttp2Plain, conn, stream, Status::Ok(), std::move(response)});
+  };
+  const Http1Context ctx{host.etcd, host.methods, host.opts.max_request_message_bytes,
+                         host.opts.enable_grpc_gateway};
+  if (req.body_over_limit) return answer(Http1ParseError(Http1Parse::kBodyTooLarge));
+  Http1Request r;
+  r.method = req.method;
+  const size_t q = req.path.find('?');
+  r.path = req.path.substr(0, q);
+  r.query = q == std::string::npos ? "" : req.path.substr(q + 1);
+  r.headers = std::move(req.headers);
+  r.body = std::move(req.body);
+  // Streams are served over HTTP/1.1 only: here a streaming route answers as an unknown method.
+  AnswerHttp1(ctx, HttpPort::kClient, r, std::move(answer));
+}
+
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
   if (req.content_type.rfind("application/grpc", 0) != 0) {
     return Status(Code::kInternal,
@@ -165,7 +190,10 @@ void EventLoop::DeliverMail() {
   Mailbox::Contents got = mail->Take();
   for (Mailbox::Accepted& a : got.connections) Adopt(std::move(a));
   for (Answered& a : got.answers) {
-    if (a.kind == Answered::kUnary || a.kind == Answered::kHttp1) --in_flight;
+    if (a.kind == Answered::kUnary || a.kind == Answered::kHttp1 ||
+        a.kind == Answered::kHttp2Plain) {
+      --in_flight;
+    }
     auto it = conns.find(a.conn);
     if (it == conns.end()) {  // the client went away
       if (a.written) a.written(false);
@@ -187,6 +215,11 @@ void EventLoop::DeliverMail() {
       case Answered::kStreamEnd:
         h2.Finish(a.stream, a.st);
         break;
+      case Answered::kHttp2Plain: {
+        SplitResponse r = SplitHttp1Response(a.framed);
+        h2.RespondHttp(a.stream, r.status, r.headers, std::move(r.body));
+        break;
+      }
       case Answered::kHttp1:
         it->second->out.append(a.framed);
         it->second->close_after_out = true;

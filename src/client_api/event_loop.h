@@ -105,6 +105,8 @@ struct EventLoop {
   void OnGatewayStreamAnswer(Conn& c, Answered& a);
   void OnRequest(Conn& c, H2Connection::Request& req);
   void OnStreamOpen(Conn& c, H2Connection::Request& req);
+  // An HTTP/2 request that is not gRPC: the HTTP handlers answer it.
+  void OnHttp2Plain(Conn& c, H2Connection::Request& req);
   // Checks every request's headers; an error is the answer.
   static Status CheckHeaders(const H2Connection::Request& req);
   void DeliverMail();

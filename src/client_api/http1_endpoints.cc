@@ -1,5 +1,6 @@
 #include "http1_endpoints.h"
 
+#include <cctype>
 #include <ctime>
 #include <memory>
 
@@ -162,6 +163,47 @@ std::string Http1Chunk(std::string_view data) {
   char size[32];
   snprintf(size, sizeof size, "%zx\r\n", data.size());
   return size + std::string(data) + "\r\n";
+}
+
+SplitResponse SplitHttp1Response(std::string_view response) {
+  SplitResponse out;
+  const size_t head_end = response.find("\r\n\r\n");
+  std::string_view head = response.substr(0, head_end);
+  std::string_view body =
+      head_end == std::string_view::npos ? std::string_view() : response.substr(head_end + 4);
+  size_t eol = head.find("\r\n");
+  out.status = std::string(head.substr(9, 3));  // "HTTP/1.1 200 OK"
+  bool chunked = false;
+  while (eol != std::string_view::npos) {
+    head.remove_prefix(eol + 2);
+    eol = head.find("\r\n");
+    const std::string_view line = head.substr(0, eol);
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::string value(line.substr(colon + 1));
+    value.erase(0, value.find_first_not_of(' '));
+    if (name == "transfer-encoding") chunked = true;
+    if (name == "connection" || name == "transfer-encoding" || name == "trailer" ||
+        name == "content-length") {
+      continue;
+    }
+    out.headers.emplace_back(std::move(name), std::move(value));
+  }
+  if (!chunked) {
+    out.body = std::string(body);
+    return out;
+  }
+  while (true) {  // our own chunks: well-formed
+    const size_t line_end = body.find("\r\n");
+    if (line_end == std::string_view::npos) break;
+    const size_t n = std::stoul(std::string(body.substr(0, line_end)), nullptr, 16);
+    if (n == 0) break;
+    out.body.append(body.substr(line_end + 2, n));
+    body.remove_prefix(line_end + 2 + n + 2);
+  }
+  return out;
 }
 
 void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req,

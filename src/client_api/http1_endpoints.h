@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "etcdw/member/etcd_server.h"
 #include "gateway.h"
@@ -57,6 +59,16 @@ std::string GatewayHttpResponse(const GatewayAnswer& a);
 std::string GatewayStreamHead(int code, bool answered);
 // `data` as one chunk of a chunked body ("" for no data: an empty chunk would end the body).
 std::string Http1Chunk(std::string_view data);
+
+// An answer of AnswerHttp1 taken apart for HTTP/2: the status code, the headers (names
+// lower-case, without HTTP/1's connection-level Connection, Transfer-Encoding, Trailer and
+// Content-Length), and the body, de-chunked.
+struct SplitResponse {
+  std::string status;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+SplitResponse SplitHttp1Response(std::string_view response);
 
 // Answers `req`; `done` receives the whole response (status line, headers, body), once, from
 // any thread.
