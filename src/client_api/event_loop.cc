@@ -405,6 +405,9 @@ void EventLoop::CheckKeepalive() {
   next_keepalive_check = now + KeepalivePeriod();
   std::vector<uint64_t> dead;
   for (auto& [id, c] : conns) {
+    // A gateway stream over HTTP/1.1 (a watch) has no ping to answer: its client, silent
+    // after its request, stays as long as it keeps its connection (as with etcd's Go server).
+    if (c->gateway) continue;
     if (c->probe_sent != std::chrono::steady_clock::time_point{}) {
       if (now - c->probe_sent >= host.opts.keepalive_timeout) dead.push_back(id);
     } else if (now - c->last_read >= host.opts.keepalive_time) {

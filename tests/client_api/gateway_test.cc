@@ -333,6 +333,50 @@ TEST_F(GatewayServerTest, WatchStreamsEventsUntilTheClientLeaves) {
   ASSERT_TRUE(Put(*kv_, "foo", "baz").ok());
 }
 
+// A watch's client says nothing after its request: the keepalive check that closes silent
+// connections leaves the stream alone (there is no ping to answer over HTTP/1.1).
+TEST_F(GatewayServerTest, SilentWatchClientIsNotClosedByKeepalive) {
+  NativeRpcOptions o;
+  o.keepalive_time = std::chrono::milliseconds(100);
+  o.keepalive_timeout = std::chrono::milliseconds(100);
+  StartNative(o);
+  const int port = native_->ports().at(0);
+  auto connect_to = [&] {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  };
+  const int watch = connect_to();
+  const int silent = connect_to();
+  const std::string req = Post("/v3/watch", R"({"create_request":{"key":"a2E="}})");
+  ASSERT_EQ(send(watch, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string got;
+  char buf[4096];
+  while (got.find(R"("created":true)") == std::string::npos) {
+    const ssize_t n = recv(watch, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  // The silent connection (opened with the watch's) is closed once the check has run past
+  // the timeout: the watch, as silent, had the same chance.
+  std::string ignored;
+  EXPECT_TRUE(NativeRpcServerTest::ReadUntilClosed(silent, &ignored));
+  close(silent);
+  ASSERT_TRUE(Put(*kv_, "ka", "v").ok());
+  while (got.find(R"("value":"dg==")") == std::string::npos) {
+    const ssize_t n = recv(watch, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << "the watch was closed: " << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(watch);
+}
+
 TEST_F(GatewayServerTest, GatewayCanBeDisabled) {
   NativeRpcOptions o;
   o.enable_grpc_gateway = false;

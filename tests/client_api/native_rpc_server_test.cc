@@ -326,6 +326,9 @@ TEST(NativeRpcOptionsTest, KeepaliveSettingsFromTheConfigAsEtcdAppliesThem) {
   EXPECT_EQ(o.keepalive_min_time, std::chrono::seconds(5));
   EXPECT_EQ(o.keepalive_time, std::chrono::hours(2));
   EXPECT_EQ(o.keepalive_timeout, std::chrono::seconds(20));
+  EXPECT_TRUE(o.enable_grpc_gateway);
+  cfg.enable_grpc_gateway = false;
+  EXPECT_FALSE(NativeRpcOptions::FromConfig(cfg).enable_grpc_gateway);
   cfg.grpc_keepalive_min_time = std::chrono::seconds(1);
   cfg.grpc_keepalive_interval = std::chrono::seconds(30);
   cfg.grpc_keepalive_timeout = std::chrono::seconds(3);
