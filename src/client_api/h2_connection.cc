@@ -87,9 +87,8 @@ struct H2Callbacks {
       r.encoding.assign(v, valuelen);
     } else if (Is(name, namelen, "hasleader")) {
       r.ctx.require_leader = Is(value, valuelen, "true");
-    } else if (Is(name, namelen, "token")) {
-      r.ctx.token.emplace(v, valuelen);
-    } else if (Is(name, namelen, "authorization") && !r.ctx.token) {
+    } else if (Is(name, namelen, "token") || (Is(name, namelen, "authorization") && !r.ctx.token)) {
+      // "token" (etcd's clients) wins over "authorization" (the gateway's header).
       r.ctx.token.emplace(v, valuelen);
     }
     return 0;
