@@ -2,9 +2,15 @@
 // etcd-wrapper's client port, answers compared whole (status line, headers but Date and
 // Content-Length, body) after member-specific values (IDs, URLs, names) are masked.
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 #include "diff_fixture.h"
 
@@ -114,6 +120,81 @@ TEST_F(DiffTest, GatewayUnaryCallsAnswerLikeEtcds) {
     EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
     EXPECT_NE(got.find(",\"code\":3}"), std::string::npos) << got;
   }
+}
+
+// A watch over the gateway: the stream's lines, up to the one that holds `until_each[i]`, after
+// `writes[i]` ran (the first write runs once the watch is created).
+std::string GatewayWatchOf(Member& m, const std::string& body,
+                           const std::vector<std::function<void()>>& writes,
+                           const std::vector<std::string>& until_each) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(m.client_port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "connect failed";
+  }
+  const std::string req = GatewayPost("/v3/watch", body);
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[16384];
+  auto read_until = [&](const std::string& what) {
+    while (got.find(what) == std::string::npos) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  bool ok = read_until("\"created\":true");
+  for (size_t i = 0; ok && i < writes.size(); ++i) {
+    writes[i]();
+    ok = read_until(until_each[i]);
+  }
+  close(fd);
+  if (!ok) return "cut: " + got;
+  // The head as AskGatewayOf normalizes it, then the chunks' data (the boundaries are each
+  // server's own).
+  const size_t head_end = got.find("\r\n\r\n");
+  std::string data;
+  for (size_t at = head_end + 4;;) {
+    const size_t eol = got.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    const size_t n = std::stoul(got.substr(at, eol - at), nullptr, 16);
+    if (n == 0 || eol + 2 + n > got.size()) break;
+    data += got.substr(eol + 2, n);
+    at = eol + 2 + n + 2;
+  }
+  std::string head;
+  std::istringstream lines(got.substr(0, head_end + 2));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Date: ", 0) != 0 && line.rfind("Connection: ", 0) != 0) head += line + "\n";
+  }
+  static const std::regex ids(R"re("(cluster_id|member_id)":"[0-9]+")re");
+  return std::regex_replace(head + data, ids, "\"$1\":\"X\"");
+}
+
+TEST_F(DiffTest, GatewayWatchStreamsLikeEtcds) {
+  StartBoth();
+  for (Member* m : {&etcd(), &ours()}) ASSERT_TRUE(m->client().Put("w0", "old").ok());
+  auto run = [&](Member& m) {
+    Client& c = m.client();
+    return GatewayWatchOf(
+        m, R"({"create_request":{"key":"dw==","range_end":"eA==","prev_kv":true}})",
+        {[&] { EXPECT_TRUE(c.Put("w0", "new").ok()); }, [&] { EXPECT_TRUE(c.Put("w1", "v").ok()); },
+         [&] {
+           etcdserverpb::DeleteRangeRequest del;
+           del.set_key("w0");
+           etcdserverpb::DeleteRangeResponse resp;
+           EXPECT_TRUE(c.kv->DeleteRange(Ctx().get(), del, &resp).ok());
+         }},
+        {R"("value":"b2xk"}}]}})", R"("key":"dzE=")", R"("type":"DELETE")"});
+  };
+  EXPECT_EQ(run(etcd()), run(ours()));
 }
 
 }  // namespace
