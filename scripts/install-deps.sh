@@ -21,6 +21,8 @@ packages=(
   libjemalloc-dev
   # test dependencies: the reference etcd and its client, certificates, HTTP probes
   etcd-server etcd-client openssl curl procps
+  # a client that speaks only the gRPC gateway (tests/e2e/gateway_test.cc)
+  python3-etcd3gw
 )
 # Node.js and npm, for s3rver (below): Debian's packages, unless node and npm are installed
 # already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).

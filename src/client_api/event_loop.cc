@@ -13,6 +13,7 @@
 #include "etcdw/member/call_deadline.h"
 #include "grpc_wire.h"
 #include "http1_endpoints.h"
+#include "http1_request.h"
 
 namespace etcdw::client_api {
 
@@ -43,6 +44,8 @@ Status Errno(const std::string& what) {
   return Status(Code::kUnavailable, what + ": " + std::strerror(errno));
 }
 
+}  // namespace
+
 // grpc-go's answer for a path ("/etcdserverpb.KV/Put") no method has.
 Status UnknownMethod(const MethodTable& methods, const std::string& path) {
   const size_t slash = path.find('/', 1);
@@ -56,8 +59,6 @@ Status UnknownMethod(const MethodTable& methods, const std::string& path) {
   return Status(Code::kUnimplemented,
                 "unknown method " + path.substr(slash + 1) + " for service " + service);
 }
-
-}  // namespace
 
 Status EventLoop::Init() {
   epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -117,6 +118,12 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
     c.h2->Respond(req.stream, st, {});
     MarkDirty(c);
   };
+  // Over TLS, as etcd's grpcHandlerFunc: an HTTP/2 request that is not gRPC goes to the HTTP
+  // handlers (the gateway, /health ...), answered as over HTTP/1.1 and re-framed. (etcd hands
+  // plain-text HTTP/2 to its gRPC server alone, which refuses such a request.)
+  if (c.tls && req.content_type.find("application/grpc") == std::string::npos) {
+    return OnHttp2Plain(c, req);
+  }
   if (Status st = CheckHeaders(req); !st.ok()) return answer_now(st);
   const MethodTable::UnaryMethod* method = host.methods.Find(req.path);
   if (!method) return answer_now(UnknownMethod(host.methods, req.path));
@@ -194,6 +201,25 @@ int EventLoop::MsUntilNextDeadline(int cap) const {
   return static_cast<int>(std::min<int64_t>(ms, cap));
 }
 
+void EventLoop::OnHttp2Plain(Conn& c, H2Connection::Request& req) {
+  ++in_flight;
+  auto answer = [mail = mail, conn = c.id, stream = req.stream](std::string response) {
+    mail->Post({Answered::kHttp2Plain, conn, stream, Status::Ok(), std::move(response)});
+  };
+  const Http1Context ctx{host.etcd, host.methods, host.opts.max_request_message_bytes,
+                         host.opts.enable_grpc_gateway};
+  if (req.body_over_limit) return answer(Http1ParseError(Http1Parse::kBodyTooLarge));
+  Http1Request r;
+  r.method = req.method;
+  const size_t q = req.path.find('?');
+  r.path = req.path.substr(0, q);
+  r.query = q == std::string::npos ? "" : req.path.substr(q + 1);
+  r.headers = std::move(req.headers);
+  r.body = std::move(req.body);
+  // Streams are served over HTTP/1.1 only: here a streaming route answers as an unknown method.
+  AnswerHttp1(ctx, HttpPort::kClient, r, std::move(answer));
+}
+
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
   if (req.content_type.rfind("application/grpc", 0) != 0) {
     return Status(Code::kInternal,
@@ -218,10 +244,18 @@ void EventLoop::DeliverMail() {
   Mailbox::Contents got = mail->Take();
   for (Mailbox::Accepted& a : got.connections) Adopt(std::move(a));
   for (Answered& a : got.answers) {
-    if (a.kind == Answered::kUnary || a.kind == Answered::kHttp1) --in_flight;
+    if (a.kind == Answered::kUnary || a.kind == Answered::kHttp1 ||
+        a.kind == Answered::kHttp2Plain) {
+      --in_flight;
+    }
     auto it = conns.find(a.conn);
     if (it == conns.end()) {  // the client went away
       if (a.written) a.written(false);
+      continue;
+    }
+    if (it->second->mode == Conn::Mode::kHttp1 && a.kind != Answered::kHttp1) {
+      OnGatewayStreamAnswer(*it->second, a);
+      MarkDirty(*it->second);
       continue;
     }
     H2Connection& h2 = *it->second->h2;
@@ -235,6 +269,11 @@ void EventLoop::DeliverMail() {
       case Answered::kStreamEnd:
         h2.Finish(a.stream, a.st);
         break;
+      case Answered::kHttp2Plain: {
+        SplitResponse r = SplitHttp1Response(a.framed);
+        h2.RespondHttp(a.stream, r.status, r.headers, std::move(r.body));
+        break;
+      }
       case Answered::kHttp1:
         it->second->out.append(a.framed);
         it->second->close_after_out = true;
@@ -299,18 +338,67 @@ bool EventLoop::Take(Conn& c, const char* data, size_t n) {
 
 void EventLoop::OnHttp1(Conn& c) {
   if (c.http1_asked) return;  // one request per connection; what follows is ignored
-  const bool whole = HasHttp1Head(c.first);
-  if (!whole && c.first.size() <= kMaxHttp1HeadBytes) return;
+  Http1Request req;
+  const Http1Context ctx{host.etcd, host.methods, host.opts.max_request_message_bytes,
+                         host.opts.enable_grpc_gateway};
+  const Http1Parse p = ParseHttp1Request(c.first, kMaxHttp1HeadBytes, ctx.MaxBody(), &req);
+  if (p.result == Http1Parse::kIncomplete) {
+    // A client that sent "Expect: 100-continue" waits for it before sending its body.
+    if (p.head_complete && !c.http1_continued && req.ExpectsContinue()) {
+      c.http1_continued = true;
+      c.out.append(kHttp1Continue);
+      MarkDirty(c);
+    }
+    return;
+  }
   c.http1_asked = true;
   ++in_flight;
   auto answer = [mail = mail, conn = c.id](std::string response) {
     mail->Post({Answered::kHttp1, conn, 0, Status::Ok(), std::move(response)});
   };
-  if (!whole) {
-    return answer(HeadTooLarge());
+  if (p.result != Http1Parse::kComplete) return answer(Http1ParseError(p.result));
+  if (!c.metrics_only && ctx.gateway && GatewayStream::IsStreamPath(req.path)) {
+    --in_flight;  // a stream, answered by its messages
+    return OnGatewayStream(c, req);
   }
-  AnswerHttp1(host.etcd, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, c.first,
-              std::move(answer));
+  AnswerHttp1(ctx, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, req, std::move(answer));
+}
+
+void EventLoop::OnGatewayStream(Conn& c, const Http1Request& req) {
+  // Its answers come through the mailbox like an HTTP/2 stream's (stream id 1, unused).
+  auto sink = std::make_shared<MailboxSink>(mail, c.id, 1);
+  GatewayAnswer refused;
+  c.gateway = GatewayStream::Open(host.methods, req, std::move(sink), &refused);
+  if (!c.gateway) {
+    c.out.append(GatewayHttpResponse(refused));
+    c.close_after_out = true;
+  }
+  MarkDirty(c);
+}
+
+void EventLoop::OnGatewayStreamAnswer(Conn& c, Answered& a) {
+  if (!c.gateway || c.close_after_out) {  // ended already
+    if (a.written) a.written(false);
+    return;
+  }
+  if (a.kind == Answered::kStreamMessage) {
+    if (!c.gateway_head_sent) c.out.append(GatewayStreamHead(200, /*answered=*/true));
+    c.gateway_head_sent = true;
+    c.out.append(Http1Chunk(c.gateway->ResultLine(a.framed)));
+    // Taken: the socket's buffer and `out` hold what the client has not read yet.
+    if (a.written) a.written(true);
+    return;
+  }
+  // An error before any message sets the status, as grpc-gateway's stream error handler does.
+  if (!c.gateway_head_sent) {
+    c.out.append(
+        GatewayStreamHead(a.st.ok() ? 200 : HttpStatusFromCode(a.st.code()), /*answered=*/false));
+  }
+  c.gateway_head_sent = true;
+  c.out.append(Http1Chunk(GatewayStream::EndLine(a.st)));
+  c.out.append("0\r\n\r\n");
+  c.close_after_out = true;
+  c.gateway->Gone();
 }
 
 // Bytes taken from a session per send: everything a round of answers produces fits, and a
@@ -371,6 +459,9 @@ void EventLoop::CheckKeepalive() {
   next_keepalive_check = now + KeepalivePeriod();
   std::vector<uint64_t> dead;
   for (auto& [id, c] : conns) {
+    // A gateway stream over HTTP/1.1 (a watch) has no ping to answer: its client, silent
+    // after its request, stays as long as it keeps its connection (as with etcd's Go server).
+    if (c->gateway) continue;
     if (c->probe_sent != std::chrono::steady_clock::time_point{}) {
       if (now - c->probe_sent >= host.opts.keepalive_timeout) dead.push_back(id);
     } else if (now - c->last_read >= host.opts.keepalive_time) {

@@ -17,6 +17,7 @@
 
 #include "etcdw/client_api/native_rpc_server.h"
 #include "etcdw/member/etcd_server.h"
+#include "gateway.h"
 #include "h2_connection.h"
 #include "mailbox.h"
 #include "method_table.h"
@@ -57,9 +58,13 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   Mode mode = Mode::kSniffing;
-  std::string first;                // the bytes read while sniffing; HTTP/1.1: the request so far
-  bool metrics_only = false;        // a listen-metrics-url's: HTTP/1.1 only, its endpoints only
-  bool http1_asked = false;         // HTTP/1.1: its one request is being answered
+  std::string first;             // the bytes read while sniffing; HTTP/1.1: the request so far
+  bool metrics_only = false;     // a listen-metrics-url's: HTTP/1.1 only, its endpoints only
+  bool http1_asked = false;      // HTTP/1.1: its one request is being answered
+  bool http1_continued = false;  // HTTP/1.1: "100 Continue" sent
+  // HTTP/1.1: a streaming gateway call (/v3/watch ...), and whether its answer's head is sent.
+  std::unique_ptr<GatewayStream> gateway;
+  bool gateway_head_sent = false;
   bool close_after_out = false;     // HTTP/1.1: answered; close once `out` is sent
   std::unique_ptr<TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.
@@ -97,8 +102,13 @@ struct EventLoop {
   // Takes `n` bytes the client sent; false when the connection was closed.
   bool Take(Conn& c, const char* data, size_t n);
   void OnHttp1(Conn& c);
+  // Opens the streaming gateway call `req` asks for, and writes its answers.
+  void OnGatewayStream(Conn& c, const Http1Request& req);
+  void OnGatewayStreamAnswer(Conn& c, Answered& a);
   void OnRequest(Conn& c, H2Connection::Request& req);
   void OnStreamOpen(Conn& c, H2Connection::Request& req);
+  // An HTTP/2 request that is not gRPC: the HTTP handlers answer it.
+  void OnHttp2Plain(Conn& c, H2Connection::Request& req);
   // Checks every request's headers; an error is the answer.
   static Status CheckHeaders(const H2Connection::Request& req);
   void DeliverMail();

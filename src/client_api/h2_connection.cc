@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "grpc_wire.h"
 
@@ -69,7 +72,14 @@ struct H2Callbacks {
     if (it == Conn(user).streams_.end()) return 0;
     H2Connection::Request& r = it->second.req;
     const char* v = reinterpret_cast<const char*>(value);
-    if (Is(name, namelen, ":path")) {
+    // Every header, for requests that are not gRPC (HTTP/2 clients of the gateway).
+    if (namelen > 0 && name[0] != ':' && r.headers.size() < 64) {
+      r.headers.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
+                             std::string(v, valuelen));
+    }
+    if (Is(name, namelen, ":method")) {
+      r.method.assign(v, valuelen);
+    } else if (Is(name, namelen, ":path")) {
       r.path.assign(v, valuelen);
     } else if (Is(name, namelen, "content-type")) {
       r.content_type.assign(v, valuelen);
@@ -204,7 +214,9 @@ struct H2Callbacks {
       }
     }
     if (st.outbound.empty()) {
-      if (st.finish) {
+      if (st.finish && st.plain) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;  // a plain HTTP answer: no gRPC trailers
+      } else if (st.finish) {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         if (SubmitStatus(s, stream, *st.finish, false) != 0) {
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -321,6 +333,34 @@ void H2Connection::Respond(int32_t stream, const Status& st, std::string framed)
   if (!st.ok()) return Finish(stream, st);
   Send(stream, std::move(framed));
   Finish(stream, st);
+}
+
+void H2Connection::RespondHttp(int32_t stream, const std::string& status,
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               std::string body) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second.finish || it->second.headers_submitted) return;
+  Stream& st = it->second;
+  st.plain = true;
+  st.finish = Status::Ok();
+  if (!body.empty()) st.outbound.push_back({std::move(body), nullptr});
+  // nghttp2 copies the names and values when the response is submitted.
+  std::vector<nghttp2_nv> nv;
+  nv.push_back(Header(":status", status));
+  for (const auto& [name, value] : headers) {
+    nghttp2_nv h;
+    h.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+    h.namelen = name.size();
+    h.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+    h.valuelen = value.size();
+    h.flags = NGHTTP2_NV_FLAG_NONE;  // both copied
+    nv.push_back(h);
+  }
+  nghttp2_data_provider data;
+  data.source.ptr = nullptr;
+  data.read_callback = H2Callbacks::ReadAnswer;
+  nghttp2_submit_response(session_, stream, nv.data(), nv.size(), &data);
+  st.headers_submitted = true;
 }
 
 Status H2Connection::Drain(std::string& out, size_t limit) {

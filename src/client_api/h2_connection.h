@@ -42,12 +42,15 @@ class H2Connection {
  public:
   struct Request {
     int32_t stream = 0;
+    std::string method;        // ":method"
     std::string path;          // ":path": /package.Service/Method
     std::string content_type;  // application/grpc[+proto]
     std::string encoding;      // grpc-encoding, empty when absent
     CallContext ctx;           // token, require-leader (the TLS CN is the caller's to add)
     std::string body;          // unary: the DATA frames, at most body_limit bytes
     bool body_over_limit = false;
+    // The regular headers, names lower-case (at most 64), for requests that are not gRPC.
+    std::vector<std::pair<std::string, std::string>> headers;
   };
   struct Handler {
     // Whether `path` names a streaming method (its messages are delivered one by one).
@@ -76,6 +79,11 @@ class H2Connection {
   // when `st` is OK, otherwise with a trailers-only response carrying the error. Ignored when
   // the stream is gone (the client cancelled it or went away).
   void Respond(int32_t stream, const Status& st, std::string framed);
+  // Answers a request that is not gRPC (the gateway, /health over HTTP/2) as plain HTTP:
+  // `status` ("200"), lower-case `headers`, `body`, no trailers. Ignored when gone.
+  void RespondHttp(int32_t stream, const std::string& status,
+                   const std::vector<std::pair<std::string, std::string>>& headers,
+                   std::string body);
   // A stream's answer messages, then its end (grpc-status from `st`). Ignored when gone (then
   // `written` is told false at once). `written` is called on this connection's thread, never
   // from inside nghttp2: at the end of the Feed or Drain that sent (or dropped) the message.
@@ -107,6 +115,7 @@ class H2Connection {
     bool headers_submitted = false;
     bool deferred = false;  // the data source ran dry; resume when more is queued
     std::optional<Status> finish;
+    bool plain = false;  // answered by RespondHttp
   };
   friend struct H2Callbacks;
 

@@ -1,11 +1,15 @@
 #include "http1_endpoints.h"
 
+#include <cctype>
 #include <ctime>
 #include <memory>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/common/version.h"
 #include "etcdw/member/server_metrics.h"
+#include "gateway.h"
+#include "health_checks.h"
+#include "method_table.h"
 
 namespace etcdw::client_api {
 
@@ -27,8 +31,9 @@ std::string HttpDate() {
 // `cors`, etcd's CORS headers, which its client port's handlers add from its default --cors
 // "*"), then Date and Content-Length, then a Content-Type Go sniffed from the body when the
 // handler set none (`sniffed`).
+// `chunked`: the body as one chunk and grpc-gateway's trailer (its gRPC error answers).
 std::string Response(bool cors, int code, std::string_view reason, std::string_view sorted_headers,
-                     std::string_view body, std::string_view sniffed = "") {
+                     std::string_view body, std::string_view sniffed = "", bool chunked = false) {
   std::string r = "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) + "\r\n";
   if (cors) {
     r += "Access-Control-Allow-Headers: accept, content-type, authorization\r\n";
@@ -37,6 +42,14 @@ std::string Response(bool cors, int code, std::string_view reason, std::string_v
   }
   r += sorted_headers;
   r += "Date: " + HttpDate() + "\r\n";
+  if (chunked) {
+    char size[32];
+    snprintf(size, sizeof size, "%zx", body.size());
+    r += "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    r += std::string(size) + "\r\n" + std::string(body) + "\r\n";
+    r += "0\r\nGrpc-Trailer-Content-Type: application/grpc\r\n\r\n";
+    return r;
+  }
   r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   if (!sniffed.empty()) r += "Content-Type: " + std::string(sniffed) + "\r\n";
   r += "Connection: close\r\n\r\n";
@@ -50,27 +63,6 @@ constexpr std::string_view kTextHeader = "Content-Type: text/plain; charset=utf-
 // What Go's http.Error sets: plain text, not to be sniffed.
 constexpr std::string_view kErrorHeaders =
     "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n";
-
-// etcd 3.4's /health: false with an alarm raised or without a leader; otherwise what a
-// linearizable read (one that needs a quorum) says. 200 {"health":"true"} or 503.
-void Health(member::EtcdServer& s, HttpPort port, std::function<void(std::string)> done) {
-  const bool cors = port == HttpPort::kClient;
-  auto answer = [&s, cors, done](bool healthy) {
-    (healthy ? s.metrics().health_ok : s.metrics().health_failed).Add();
-    const std::string body = healthy ? R"({"health":"true"})" : R"({"health":"false"})";
-    // etcd's handler sets no Content-Type: Go sniffs text/plain from the JSON.
-    done(healthy ? Response(cors, 200, "OK", "", body, kText)
-                 : Response(cors, 503, "Service Unavailable", "", body, kText));
-  };
-  const etcdserverpb::StatusResponse status = s.StatusInfo();
-  if (status.errors_size() > 0 || status.leader() == 0) return answer(false);
-  // The request lives until its answer.
-  auto req = std::make_shared<etcdserverpb::RangeRequest>();
-  req->set_key("health");
-  req->set_keys_only(true);
-  req->set_limit(1);
-  s.Range(*req, [req, answer](Result<etcdserverpb::RangeResponse> r) { answer(r.ok()); });
-}
 
 // What Prometheus's Go handler names the text format it writes.
 constexpr std::string_view kMetricsHeaders =
@@ -87,33 +79,148 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
   return std::nullopt;
 }
 
-std::string HeadTooLarge() {
-  return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
-                  "431 Request Header Fields Too Large");
+std::string Http1ParseError(Http1Parse::Result why) {
+  if (why == Http1Parse::kHeadTooLarge) {
+    return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
+                    "431 Request Header Fields Too Large");
+  }
+  if (why == Http1Parse::kBodyTooLarge) {
+    return Response(/*cors=*/false, 413, "Request Entity Too Large", kTextHeader,
+                    "413 Request Entity Too Large");
+  }
+  return Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request");
 }
 
-bool HasHttp1Head(std::string_view in) { return in.find("\r\n\r\n") != std::string_view::npos; }
+namespace {
 
-void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
-                 std::function<void(std::string)> done) {
-  const bool cors = port == HttpPort::kClient;  // a handler of the client port adds them
-  // Request line: METHOD SP TARGET SP VERSION.
-  const size_t eol = in.find("\r\n");
-  const std::string_view line = in.substr(0, eol);
-  const size_t sp1 = line.find(' ');
-  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (eol == std::string_view::npos || sp2 == std::string_view::npos ||
-      line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-    // Go's server answers this itself, before any handler: no CORS headers.
-    return done(Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request"));
+std::string_view Reason(int code) {
+  switch (code) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 412:
+      return "Precondition Failed";
+    case 429:
+      return "Too Many Requests";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Internal Server Error";
   }
-  const std::string_view method = line.substr(0, sp1);
-  std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  path = path.substr(0, path.find('?'));  // etcd 3.4 reads no query parameters here
-  if (path == "/metrics") {               // any method, as Prometheus's handler
+}
+
+}  // namespace
+
+std::string GatewayHttpResponse(const GatewayAnswer& a) {
+  switch (a.kind) {
+    case GatewayAnswer::kMessage:
+      return Response(true, 200, "OK",
+                      "Content-Type: application/json\r\n"
+                      "Grpc-Metadata-Content-Type: application/grpc\r\n",
+                      a.body);
+    case GatewayAnswer::kGrpcError:
+      return Response(true, a.code, Reason(a.code),
+                      "Content-Type: application/json\r\nTrailer: Grpc-Trailer-Content-Type\r\n",
+                      a.body, "", /*chunked=*/true);
+    case GatewayAnswer::kParseError:
+      return Response(true, a.code, Reason(a.code), "Content-Type: application/json\r\n", a.body);
+    case GatewayAnswer::kNotFound:
+    case GatewayAnswer::kNotAllowed:
+      break;
+  }
+  return Response(true, a.code, Reason(a.code), kErrorHeaders, a.body);
+}
+
+std::string GatewayStreamHead(int code, bool answered) {
+  // The stream's gRPC headers are forwarded once a message came with them.
+  std::string r = Response(true, code, Reason(code),
+                           answered ? "Content-Type: application/json\r\n"
+                                      "Grpc-Metadata-Content-Type: application/grpc\r\n"
+                                    : "Content-Type: application/json\r\n",
+                           "", "", /*chunked=*/true);
+  return r.substr(0, r.find("\r\n\r\n") + 4);  // the head alone
+}
+
+std::string Http1Chunk(std::string_view data) {
+  if (data.empty()) return "";
+  char size[32];
+  snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + std::string(data) + "\r\n";
+}
+
+SplitResponse SplitHttp1Response(std::string_view response) {
+  SplitResponse out;
+  const size_t head_end = response.find("\r\n\r\n");
+  std::string_view head = response.substr(0, head_end);
+  std::string_view body =
+      head_end == std::string_view::npos ? std::string_view() : response.substr(head_end + 4);
+  size_t eol = head.find("\r\n");
+  out.status = std::string(head.substr(9, 3));  // "HTTP/1.1 200 OK"
+  bool chunked = false;
+  while (eol != std::string_view::npos) {
+    head.remove_prefix(eol + 2);
+    eol = head.find("\r\n");
+    const std::string_view line = head.substr(0, eol);
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::string value(line.substr(colon + 1));
+    value.erase(0, value.find_first_not_of(' '));
+    if (name == "transfer-encoding") chunked = true;
+    if (name == "connection" || name == "transfer-encoding" || name == "trailer" ||
+        name == "content-length") {
+      continue;
+    }
+    out.headers.emplace_back(std::move(name), std::move(value));
+  }
+  if (!chunked) {
+    out.body = std::string(body);
+    return out;
+  }
+  while (true) {  // our own chunks: well-formed
+    const size_t line_end = body.find("\r\n");
+    if (line_end == std::string_view::npos) break;
+    const size_t n = std::stoul(std::string(body.substr(0, line_end)), nullptr, 16);
+    if (n == 0) break;
+    out.body.append(body.substr(line_end + 2, n));
+    body.remove_prefix(line_end + 2 + n + 2);
+  }
+  return out;
+}
+
+void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req,
+                 std::function<void(std::string)> done) {
+  member::EtcdServer& s = ctx.server;
+  const bool cors = port == HttpPort::kClient;  // a handler of the client port adds them
+  const std::string_view method = req.method;
+  const std::string_view path = req.path;
+  if (path == "/metrics") {  // any method, as Prometheus's handler
     return done(Response(cors, 200, "OK", kMetricsHeaders, member::MetricsText(s)));
   }
-  const bool served = path == "/health" || (path == "/version" && port == HttpPort::kClient);
+  if (cors && ctx.gateway && IsGatewayPath(path)) {
+    return ServeGateway(
+        ctx.methods, ctx.max_message_bytes, req,
+        [done = std::move(done)](const GatewayAnswer& a) { done(GatewayHttpResponse(a)); });
+  }
+  const bool served = IsHealthPath(path) || (path == "/version" && port == HttpPort::kClient);
   if (!served) {
     return done(Response(cors, 404, "Not Found", kErrorHeaders, "404 page not found\n"));
   }
@@ -126,7 +233,13 @@ void AnswerHttp1(member::EtcdServer& s, HttpPort port, std::string_view in,
                              R"(","etcdcluster":")" + kEtcdApiVersion + R"(.0"})";
     return done(Response(cors, 200, "OK", "Content-Type: application/json\r\n", body));
   }
-  Health(s, port, std::move(done));
+  RunHealthEndpoint(
+      MemberHealthProbe(s), path, req.query, [cors, done = std::move(done)](const HealthAnswer& a) {
+        const std::string_view headers = a.plain ? kErrorHeaders : "";
+        const std::string_view sniffed = a.plain ? "" : kText;
+        done(a.code == 200 ? Response(cors, 200, "OK", headers, a.body, sniffed)
+                           : Response(cors, 503, "Service Unavailable", headers, a.body));
+      });
 }
 
 }  // namespace etcdw::client_api

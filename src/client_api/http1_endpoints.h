@@ -1,8 +1,8 @@
 // etcd's HTTP endpoints, for clients that speak HTTP/1.x (curl, monitoring probes, Prometheus):
 // on the client port, where etcd serves gRPC and HTTP telling them apart by the first bytes,
-// GET /health (etcd 3.4's check: no alarm, a known leader, and a linearizable read), GET
-// /version and /metrics (server_metrics.h); on listen-metrics-urls, /health and /metrics only,
-// without the client port's CORS headers. Anything else is answered 404 as Go's HTTP server
+// GET /health, /livez and /readyz (health_checks.h), GET /version and /metrics
+// (server_metrics.h); on listen-metrics-urls, the health endpoints and /metrics only, without the
+// client port's CORS headers. Anything else is answered 404 as Go's HTTP server
 // does. One request per connection: the answer says "Connection: close".
 #pragma once
 
@@ -10,8 +10,16 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "etcdw/member/etcd_server.h"
+#include "gateway.h"
+#include "http1_request.h"
+
+namespace etcdw::client_api {
+class MethodTable;
+}
 
 namespace etcdw::client_api {
 
@@ -23,18 +31,48 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes);
 // Request heads larger than this are refused (431) without waiting for their end.
 constexpr size_t kMaxHttp1HeadBytes = 8 << 10;
 
-// The answer to a request head over kMaxHttp1HeadBytes (431, as Go's server).
-std::string HeadTooLarge();
-
-// Whether `in` holds a whole request head (through its blank line).
-bool HasHttp1Head(std::string_view in);
-
 // Which port a request came to.
 enum class HttpPort { kClient, kMetrics };
 
-// Answers the request whose head `in` starts with; `done` receives the whole response (status
-// line, headers, body), once, from any thread.
-void AnswerHttp1(member::EtcdServer& server, HttpPort port, std::string_view in,
+// What the server answers HTTP/1.x requests with.
+struct Http1Context {
+  member::EtcdServer& server;
+  const MethodTable& methods;  // the gateway calls them
+  size_t max_message_bytes;    // the largest request message the gRPC server takes
+  bool gateway = true;         // enable-grpc-gateway
+  // The largest request body taken (the gateway's JSON: base64 makes bytes a third larger).
+  size_t MaxBody() const { return 4 * max_message_bytes + (64 << 10); }
+};
+
+// The answer to a request that could not be parsed (`why`: 400, 413 or 431, as Go's server
+// writes them itself).
+std::string Http1ParseError(Http1Parse::Result why);
+
+// The interim answer to "Expect: 100-continue".
+constexpr std::string_view kHttp1Continue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// A gateway answer (gateway.h) laid out as etcd's: grpc-gateway's headers, then Go's.
+std::string GatewayHttpResponse(const GatewayAnswer& a);
+// The head of a streaming gateway answer (chunked; its chunks are Http1Chunk's, ended by
+// "0\r\n\r\n"); `answered`: a message comes with it (grpc-gateway then forwards the stream's
+// gRPC headers).
+std::string GatewayStreamHead(int code, bool answered);
+// `data` as one chunk of a chunked body ("" for no data: an empty chunk would end the body).
+std::string Http1Chunk(std::string_view data);
+
+// An answer of AnswerHttp1 taken apart for HTTP/2: the status code, the headers (names
+// lower-case, without HTTP/1's connection-level Connection, Transfer-Encoding, Trailer and
+// Content-Length), and the body, de-chunked.
+struct SplitResponse {
+  std::string status;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+SplitResponse SplitHttp1Response(std::string_view response);
+
+// Answers `req`; `done` receives the whole response (status line, headers, body), once, from
+// any thread.
+void AnswerHttp1(const Http1Context& ctx, HttpPort port, const Http1Request& req,
                  std::function<void(std::string response)> done);
 
 }  // namespace etcdw::client_api

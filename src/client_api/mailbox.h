@@ -21,7 +21,8 @@ namespace etcdw::client_api {
 // An answer on its way back to the event loop: a unary call's, or a stream's message or end.
 struct Answered {
   // kHttp1: a whole HTTP/1.1 response (`framed`), after which the connection closes.
-  enum Kind { kUnary, kStreamMessage, kStreamEnd, kHttp1 };
+  // kHttp2Plain: the HTTP/1.1 response (`framed`) to a non-gRPC HTTP/2 request, re-framed.
+  enum Kind { kUnary, kStreamMessage, kStreamEnd, kHttp1, kHttp2Plain };
   Kind kind = kUnary;
   uint64_t conn = 0;
   int32_t stream = 0;

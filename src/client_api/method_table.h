@@ -202,6 +202,9 @@ class MethodTable {
   std::unordered_map<std::string, OpenStream> streams_;
 };
 
+// grpc-go's answer for a path ("/etcdserverpb.KV/Put") no method has (event_loop.cc).
+Status UnknownMethod(const MethodTable& methods, const std::string& path);
+
 // etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (kv_methods.cc).
 void AddKvMethods(MethodTable& table, member::EtcdServer& server);
 // etcdserverpb.Cluster: MemberAdd, MemberRemove, MemberUpdate, MemberList, MemberPromote

@@ -186,6 +186,7 @@ NativeRpcOptions NativeRpcOptions::FromConfig(const common::EtcdConfig& cfg) {
   o.metrics_urls = cfg.listen_metrics_urls;
   o.tls = cfg.client_tls;
   o.max_request_message_bytes = cfg.max_request_bytes + (size_t{512} << 10);
+  o.enable_grpc_gateway = cfg.enable_grpc_gateway;
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // etcd hands gRPC only the values > 0; gRPC's own defaults stand for the others.
   o.keepalive_min_time = cfg.grpc_keepalive_min_time.count() > 0 ? cfg.grpc_keepalive_min_time

@@ -24,7 +24,6 @@ namespace {
 // Keys etcd's config loader understands that etcd-wrapper accepts without acting on them.
 const std::set<std::string>& InertKeys() {
   static const std::set<std::string> keys = {"enable-v2",
-                                             "enable-grpc-gateway",
                                              "metrics",
                                              "max-snapshots",
                                              "max-wals",
@@ -318,6 +317,7 @@ Result<EtcdConfig> ParseConfig(const std::string& yaml_text, const std::string& 
       {"quota-backend-bytes", [&](auto& n) { cfg.quota_backend_bytes = ToInt(n); }},
       {"max-request-bytes", [&](auto& n) { cfg.max_request_bytes = ToUint(n); }},
       {"max-txn-ops", [&](auto& n) { cfg.max_txn_ops = ToUint(n); }},
+      {"enable-grpc-gateway", [&](auto& n) { cfg.enable_grpc_gateway = ToBool(n); }},
       {"auto-compaction-mode",
        [&](auto& n) {
          std::string s(Trim(Scalar(n)));

@@ -263,11 +263,59 @@ TEST_F(NativeRpcServerTest, Http1ClientsGetEtcdsHealthAndVersionEndpoints) {
   ASSERT_TRUE(maintenance->Alarm(Ctx().get(), alarm, &raised).ok());
   r = ask("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << r;
-  EXPECT_EQ(body(r), R"({"health":"false"})");
+  EXPECT_NE(r.find("X-Content-Type-Options: nosniff\r\n"), std::string::npos) << r;
+  EXPECT_EQ(body(r), "{\"health\":\"false\"}\n") << "etcd answers with http.Error";
+  r = ask("GET /health?exclude=NOSPACE HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  // etcd 3.5's /livez and /readyz: NOSPACE is no corruption, the member is ready.
+  r = ask("GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Access-Control-Allow-Origin: *\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("Content-Type: text/plain; charset=utf-8\r\n"), std::string::npos) << r;
+  EXPECT_EQ(body(r),
+            "[+]data_corruption ok\n[+]serializable_read ok\n[+]linearizable_read ok\n"
+            "[+]non_learner ok\nok\n");
+  r = ask("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(body(r), "ok\n");
+  r = ask("POST /livez HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
+  r = ask("GET /livez/nonexistent HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
   etcdserverpb::RangeRequest get;
   get.set_key("k");
   etcdserverpb::RangeResponse got;
   EXPECT_TRUE(kv_->Range(Ctx().get(), get, &got).ok()) << "gRPC served beside HTTP/1.1";
+}
+
+// listen-metrics-urls serve etcd 3.5's /livez and /readyz too, without the CORS headers.
+TEST_F(NativeRpcServerTest, MetricsUrlServesLivezAndReadyz) {
+  NativeRpcOptions o;
+  o.metrics_urls = {common::Url{"http", "127.0.0.1", 0}};
+  StartNative(o);
+  auto ask = [&](const std::string& path) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(1)));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    std::string got;
+    EXPECT_TRUE(ReadUntilClosed(fd, &got));
+    close(fd);
+    return got;
+  };
+  std::string r = ask("/readyz?verbose&exclude=non_learner");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_EQ(r.find("Access-Control"), std::string::npos) << r;
+  EXPECT_NE(r.find("X-Content-Type-Options: nosniff\r\n"), std::string::npos) << r;
+  EXPECT_EQ(r.substr(r.find("\r\n\r\n") + 4),
+            "[+]data_corruption ok\n[+]serializable_read ok\n[+]linearizable_read ok\nok\n");
+  r = ask("/livez/serializable_read");
+  EXPECT_EQ(r.substr(r.find("\r\n\r\n") + 4), "ok\n");
+  r = ask("/version");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
 }
 
 // The grpc-keepalive-* settings reach the server as etcd hands them to gRPC: only values > 0,
@@ -278,6 +326,9 @@ TEST(NativeRpcOptionsTest, KeepaliveSettingsFromTheConfigAsEtcdAppliesThem) {
   EXPECT_EQ(o.keepalive_min_time, std::chrono::seconds(5));
   EXPECT_EQ(o.keepalive_time, std::chrono::hours(2));
   EXPECT_EQ(o.keepalive_timeout, std::chrono::seconds(20));
+  EXPECT_TRUE(o.enable_grpc_gateway);
+  cfg.enable_grpc_gateway = false;
+  EXPECT_FALSE(NativeRpcOptions::FromConfig(cfg).enable_grpc_gateway);
   cfg.grpc_keepalive_min_time = std::chrono::seconds(1);
   cfg.grpc_keepalive_interval = std::chrono::seconds(30);
   cfg.grpc_keepalive_timeout = std::chrono::seconds(3);

@@ -197,6 +197,45 @@ TEST_F(NativeRpcTlsTest, TheCertificatesCommonNameIsTheUserOfRequestsWithoutATok
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
+// The gRPC gateway over TLS to an HTTP/1.1 client (curl --http1.1: ALPN offers no h2), with a
+// client certificate; a unary call and a keepalive stream.
+TEST_F(NativeRpcTlsTest, GatewayServesHttp1ClientsOverTls) {
+  StartNative(TlsOptions(/*client_cert_auth=*/true));
+  const std::string url = "https://127.0.0.1:" + std::to_string(native_->ports().at(0));
+  const std::string curl = "curl -s --http1.1 --max-time 10 --cacert " + certs_.Crt("ca") +
+                           " --cert " + certs_.Crt("client") + " --key " + certs_.Key("client");
+  EXPECT_NE(Output(curl + " " + url + "/v3/kv/put -d '{\"key\":\"dGxz\",\"value\":\"eQ==\"}'")
+                .find("\"revision\":\"2\""),
+            std::string::npos);
+  const std::string got = Output(curl + " " + url + "/v3/kv/range -d '{\"key\":\"dGxz\"}'");
+  EXPECT_NE(got.find(R"("kvs":[{"key":"dGxz","create_revision":"2")"), std::string::npos) << got;
+  Output(curl + " " + url + "/v3/lease/grant -d '{\"TTL\":30,\"ID\":\"5\"}'");
+  const std::string kept = Output(curl + " " + url + "/v3/lease/keepalive -d '{\"ID\":\"5\"}'");
+  EXPECT_NE(kept.find(R"("ID":"5","TTL":"30"}})"), std::string::npos) << kept;
+}
+
+// Over TLS, an HTTP/2 request that is not gRPC goes to the HTTP handlers, as etcd's
+// grpcHandlerFunc: the gateway and /health answer HTTP/2 clients (curl negotiating h2).
+TEST_F(NativeRpcTlsTest, GatewayAndHealthServeHttp2ClientsOverTls) {
+  StartNative(TlsOptions(/*client_cert_auth=*/true));
+  const std::string url = "https://127.0.0.1:" + std::to_string(native_->ports().at(0));
+  const std::string curl =
+      "curl -s --http2 --max-time 10 -w ' HTTP/%{http_version} %{http_code}' "
+      "--cacert " +
+      certs_.Crt("ca") + " --cert " + certs_.Crt("client") + " --key " + certs_.Key("client");
+  std::string got =
+      Output(curl + " " + url + "/v3/kv/put -d '{\"key\":\"aDI=\",\"value\":\"eQ==\"}'");
+  EXPECT_NE(got.find("\"revision\":\"2\""), std::string::npos) << got;
+  EXPECT_NE(got.find(" HTTP/2 200"), std::string::npos) << got;
+  got = Output(curl + " " + url + "/v3/kv/range -d '{}'");
+  EXPECT_NE(got.find(R"({"error":"etcdserver: key is not provided")"), std::string::npos) << got;
+  EXPECT_NE(got.find(" HTTP/2 400"), std::string::npos) << got;
+  got = Output(curl + " " + url + "/health");
+  EXPECT_EQ(got, R"({"health":"true"} HTTP/2 200)");
+  // gRPC clients are served on the same connections' port as before.
+  EXPECT_TRUE(TryPut(*TlsKv("client")).ok());
+}
+
 TEST_F(NativeRpcTlsTest, UnusableTlsFilesAreRefusedAtStartWithTheSettingsName) {
   NativeRpcOptions o = TlsOptions(true);
   o.tls.cert_file = certs_.File("missing.crt");

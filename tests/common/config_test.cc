@@ -81,6 +81,7 @@ election-timeout: 2000
 quota-backend-bytes: 8589934592
 max-request-bytes: 10485760
 max-txn-ops: 256
+enable-grpc-gateway: false
 auto-compaction-mode: revision
 auto-compaction-retention: "1000"
 experimental-watch-progress-notify-interval: 5s
@@ -118,6 +119,7 @@ peer-transport-security:
   EXPECT_EQ(cfg->EffectiveQuotaBytes(), int64_t{8589934592});
   EXPECT_EQ(cfg->max_request_bytes, 10485760u);
   EXPECT_EQ(cfg->max_txn_ops, 256u);
+  EXPECT_FALSE(cfg->enable_grpc_gateway);
   EXPECT_EQ(cfg->auto_compaction_mode, "revision");
   EXPECT_EQ(cfg->auto_compaction_retention, "1000");
   EXPECT_EQ(cfg->watch_progress_notify_interval, seconds(5));

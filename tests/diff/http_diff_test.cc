@@ -29,6 +29,7 @@ TEST_F(DiffTest, HttpEndpointsOnTheClientPortAnswerLikeEtcd) {
   StartBoth();
   for (const std::string& req : {
            std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+           std::string("GET /health?exclude=NOSPACE&serializable=true HTTP/1.1\r\nHost: x\r\n\r\n"),
            std::string("GET /version HTTP/1.1\r\nHost: x\r\n\r\n"),
            std::string("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"),
            std::string("POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"),

@@ -33,6 +33,8 @@ struct NativeRpcOptions {
   common::TlsConfig tls;
   // Largest request message accepted (etcd: max-request-bytes plus 512 KiB).
   size_t max_request_message_bytes = (size_t{3} << 19) + (size_t{1} << 19);
+  // Whether the gRPC gateway (etcd's JSON API under /v3/) answers on the client URLs.
+  bool enable_grpc_gateway = true;
   // Event-loop threads; connections are spread over them. Each runs the calls that complete
   // at once (local reads) for its connections, so reads use as many cores as there are loops.
   int threads = 1;

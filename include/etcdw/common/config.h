@@ -47,6 +47,7 @@ struct EtcdConfig {
   int64_t quota_backend_bytes = 0;       // 0: default (2 GiB); negative: no quota
   uint64_t max_request_bytes = 1572864;  // 1.5 MiB
   uint64_t max_txn_ops = 128;
+  bool enable_grpc_gateway = true;  // etcd's JSON API under /v3/ on the client port
 
   std::string auto_compaction_mode = "periodic";  // "periodic" | "revision"
   std::string auto_compaction_retention = "0";    // "0": disabled

@@ -39,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
 #include "etcdw/cluster/membership.h"
@@ -137,6 +138,8 @@ class EtcdServer {
   // Alarm: as Put. Defragment, Hash, HashKV, OpenSnapshot: task (or stop).
   void Alarm(const etcdserverpb::AlarmRequest& r, Reply<etcdserverpb::AlarmResponse> reply);
   etcdserverpb::StatusResponse StatusInfo();
+  // The alarms raised in the cluster, ordered by member then type (the health endpoints').
+  std::vector<etcdserverpb::AlarmMember> Alarms() const { return alarms_->Get(etcdserverpb::NONE); }
   void Defragment(Reply<etcdserverpb::DefragmentResponse> reply);
   void Hash(Reply<etcdserverpb::HashResponse> reply);
   void HashKV(const etcdserverpb::HashKVRequest& r, Reply<etcdserverpb::HashKVResponse> reply);

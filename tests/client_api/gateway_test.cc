@@ -1,0 +1,390 @@
+// The gRPC gateway (client_api/gateway.*) and the HTTP/1 request parser it reads requests with
+// (client_api/http1_request.*): parser edge cases, the JSON mapping, routes and errors as etcd
+// 3.4's grpc-gateway answers them, over a real connection to the native server.
+#include "client_api/gateway.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "client_api/http1_request.h"
+#include "native_rpc_fixture.h"
+
+namespace etcdw::client_api {
+namespace {
+
+Http1Parse ParseAll(std::string_view in, Http1Request* req, size_t max_body = 1 << 20) {
+  return ParseHttp1Request(in, 8 << 10, max_body, req);
+}
+
+TEST(Http1RequestTest, ContentLengthBodyParsesWhateverTheReadsAre) {
+  const std::string in =
+      "POST /v3/kv/range?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nX-A:  v \r\n\r\nhello";
+  // Every prefix is incomplete; the whole is one request.
+  for (size_t n = 0; n < in.size(); ++n) {
+    Http1Request req;
+    EXPECT_EQ(ParseAll(in.substr(0, n), &req).result, Http1Parse::kIncomplete) << n;
+  }
+  Http1Request req;
+  Http1Parse p = ParseAll(in, &req);
+  ASSERT_EQ(p.result, Http1Parse::kComplete);
+  EXPECT_EQ(p.consumed, in.size());
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.path, "/v3/kv/range");
+  EXPECT_EQ(req.query, "x=1");
+  EXPECT_EQ(req.body, "hello");
+  ASSERT_NE(req.Header("x-a"), nullptr);
+  EXPECT_EQ(*req.Header("x-a"), "v");
+  EXPECT_TRUE(req.KeepAlive());
+}
+
+TEST(Http1RequestTest, PipelinedRequestsParseOneAtATime) {
+  const std::string one = "POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+  const std::string two = "GET /b HTTP/1.0\r\n\r\n";
+  Http1Request req;
+  Http1Parse p = ParseAll(one + two, &req);
+  ASSERT_EQ(p.result, Http1Parse::kComplete);
+  EXPECT_EQ(p.consumed, one.size());
+  p = ParseAll(std::string_view(one + two).substr(p.consumed), &req);
+  ASSERT_EQ(p.result, Http1Parse::kComplete);
+  EXPECT_EQ(req.path, "/b");
+  EXPECT_FALSE(req.KeepAlive()) << "HTTP/1.0 closes unless asked";
+}
+
+TEST(Http1RequestTest, ChunkedBodiesAreDecoded) {
+  const std::string in =
+      "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3;ext=1\r\n{\"k\r\nB\r\n\":\"Zm9v\"}  \r\n0\r\nX-Trailer: t\r\n\r\nNEXT";
+  Http1Request req;
+  Http1Parse p = ParseAll(in, &req);
+  ASSERT_EQ(p.result, Http1Parse::kComplete);
+  EXPECT_EQ(req.body, "{\"k\":\"Zm9v\"}  ");
+  EXPECT_EQ(in.substr(p.consumed), "NEXT");
+  for (size_t n = 0; n < in.size() - 4; ++n) {
+    EXPECT_EQ(ParseAll(in.substr(0, n), &req).result, Http1Parse::kIncomplete) << n;
+  }
+}
+
+TEST(Http1RequestTest, MalformedAndOversizedRequestsAreRefused) {
+  Http1Request req;
+  for (std::string bad :
+       {"GARBAGE\r\n\r\n", "GET /a HTTP/2.0\r\n\r\n", "GET /a\r\n\r\n",
+        "GET /a HTTP/1.1\r\nNo colon\r\n\r\n", "POST /a HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+        "POST /a HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        "POST /a HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"}) {
+    EXPECT_EQ(ParseAll(bad, &req).result, Http1Parse::kBadRequest) << bad;
+  }
+  EXPECT_EQ(ParseAll("GET /a HTTP/1.1\r\nX: " + std::string(9000, 'x'), &req).result,
+            Http1Parse::kHeadTooLarge)
+      << "refused before the head ends";
+  EXPECT_EQ(ParseAll("POST /a HTTP/1.1\r\nContent-Length: 11\r\n\r\n", &req, 10).result,
+            Http1Parse::kBodyTooLarge)
+      << "refused before the body arrives";
+  EXPECT_EQ(ParseAll("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\n",
+                     &req, 10)
+                .result,
+            Http1Parse::kBodyTooLarge);
+  Http1Parse p =
+      ParseAll("POST /a HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", &req);
+  EXPECT_EQ(p.result, Http1Parse::kIncomplete);
+  EXPECT_TRUE(p.head_complete);
+  EXPECT_TRUE(req.ExpectsContinue());
+}
+
+TEST(GatewayTest, JsonValuesAreReadOneAtATime) {
+  EXPECT_EQ(FirstJsonValueLength(""), 0u);
+  EXPECT_EQ(FirstJsonValueLength(" \n "), 0u);
+  EXPECT_EQ(FirstJsonValueLength(R"( {"a":"}{\"x"} {"b":1})"), 14u);
+  EXPECT_EQ(FirstJsonValueLength(R"({"a":[1,{"b":2}]}x)"), 17u);
+  EXPECT_EQ(FirstJsonValueLength("{bad"), 4u) << "an unfinished value is all of it";
+}
+
+TEST(GatewayTest, ErrorsAreGrpcGatewaysBodiesAndStatuses) {
+  EXPECT_EQ(
+      GatewayErrorBody(Status(Code::kInvalidArgument, "a \"<b>\" & c\n")),
+      R"({"error":"a \"\u003cb\u003e\" \u0026 c\n","message":"a \"\u003cb\u003e\" \u0026 c\n","code":3})");
+  EXPECT_EQ(HttpStatusFromCode(Code::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatusFromCode(Code::kOutOfRange), 400);
+  EXPECT_EQ(HttpStatusFromCode(Code::kFailedPrecondition), 412);
+  EXPECT_EQ(HttpStatusFromCode(Code::kNotFound), 404);
+  EXPECT_EQ(HttpStatusFromCode(Code::kResourceExhausted), 429);
+  EXPECT_EQ(HttpStatusFromCode(Code::kUnauthenticated), 401);
+  EXPECT_EQ(HttpStatusFromCode(Code::kUnimplemented), 501);
+  EXPECT_EQ(HttpStatusFromCode(Code::kUnavailable), 503);
+  EXPECT_EQ(HttpStatusFromCode(Code::kDeadlineExceeded), 504);
+}
+
+TEST(GatewayTest, AuthorizationHeaderIsTheToken) {
+  Http1Request req;
+  req.headers = {{"authorization", "tok.1"}, {"grpc-metadata-hasleader", "true"}};
+  CallContext ctx = GatewayCallContext(req);
+  ASSERT_TRUE(ctx.token.has_value());
+  EXPECT_EQ(*ctx.token, "tok.1");
+  EXPECT_TRUE(ctx.require_leader);
+  req.headers = {{"grpc-metadata-token", "t2"}, {"authorization", "tok.1"}};
+  EXPECT_EQ(*GatewayCallContext(req).token, "t2") << "metadata token first, as etcd reads it";
+  req.headers.clear();
+  EXPECT_FALSE(GatewayCallContext(req).token.has_value());
+}
+
+// Sends `request` on a new connection to `port` and reads the answer until the server closes.
+std::string AskGateway(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  std::string got;
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return got;
+}
+
+std::string Post(const std::string& path, const std::string& body,
+                 const std::string& extra_headers = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string BodyOf(const std::string& response) {
+  return response.substr(response.find("\r\n\r\n") + 4);
+}
+
+// The answer with the member-specific header fields (IDs) replaced by "X".
+std::string WithoutIds(std::string body) {
+  for (const char* field : {"\"cluster_id\":\"", "\"member_id\":\""}) {
+    for (size_t at = body.find(field); at != std::string::npos; at = body.find(field, at + 1)) {
+      const size_t from = at + strlen(field);
+      body.replace(from, body.find('"', from) - from, "X");
+    }
+  }
+  return body;
+}
+
+using GatewayServerTest = NativeRpcServerTest;
+
+TEST_F(GatewayServerTest, UnaryCallsAnswerEtcdsJson) {
+  StartNative();
+  const int port = native_->ports().at(0);
+  std::string r = AskGateway(port, Post("/v3/kv/put", R"({"key":"Zm9v","value":"YmFy"})"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Content-Type: application/json\r\nGrpc-Metadata-Content-Type: "
+                   "application/grpc\r\n"),
+            std::string::npos)
+      << r;
+  EXPECT_EQ(WithoutIds(BodyOf(r)),
+            R"({"header":{"cluster_id":"X","member_id":"X","revision":"2","raft_term":"2"}})");
+  // /v3beta/ is /v3/; fields the message lacks are ignored; a second JSON value is not read.
+  r = AskGateway(port, Post("/v3beta/kv/range", R"({"key":"Zm9v","nope":1} {"key":"eA=="})"));
+  EXPECT_EQ(WithoutIds(BodyOf(r)),
+            R"({"header":{"cluster_id":"X","member_id":"X","revision":"2","raft_term":"2"},)"
+            R"("kvs":[{"key":"Zm9v","create_revision":"2","mod_revision":"2","version":"1",)"
+            R"("value":"YmFy"}],"count":"1"})");
+  r = AskGateway(port, Post("/v3/lease/grant", R"({"TTL":60,"ID":"7"})"));
+  EXPECT_NE(BodyOf(r).find(R"(,"ID":"7","TTL":"60"})"), std::string::npos) << r;
+  r = AskGateway(port, Post("/v3/kv/lease/leases", ""));
+  EXPECT_NE(BodyOf(r).find(R"("leases":[{"ID":"7"}])"), std::string::npos) << r;
+  r = AskGateway(
+      port, Post("/v3/kv/txn", R"({"compare":[{"key":"Zm9v","result":"EQUAL","target":"VALUE",)"
+                               R"("value":"YmFy"}],"success":[{"request_delete_range":)"
+                               R"({"key":"Zm9v"}}]})"));
+  EXPECT_NE(BodyOf(r).find(R"("succeeded":true,"responses":[{"response_delete_range":)"
+                           R"({"header":{"revision":"3"},"deleted":"1"}}])"),
+            std::string::npos)
+      << r;
+  r = AskGateway(port, Post("/v3/maintenance/status", "{}"));
+  EXPECT_NE(BodyOf(r).find(R"("version":"3.5.27")"), std::string::npos) << r;
+  r = AskGateway(port, Post("/v3/cluster/member/list", "{}"));
+  EXPECT_NE(BodyOf(r).find(R"("members":[{"ID":")"), std::string::npos) << r;
+}
+
+TEST_F(GatewayServerTest, ErrorsAnswerAsEtcdsGateway) {
+  StartNative();
+  const int port = native_->ports().at(0);
+  // The call's error: chunked, with grpc-gateway's trailer.
+  std::string r = AskGateway(port, Post("/v3/kv/range", "{}"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Content-Type: application/json\r\nTrailer: Grpc-Trailer-Content-Type\r\n"),
+            std::string::npos)
+      << r;
+  EXPECT_EQ(BodyOf(r),
+            "60\r\n"
+            R"({"error":"etcdserver: key is not provided","message":"etcdserver: key is not )"
+            R"(provided","code":3})"
+            "\r\n0\r\nGrpc-Trailer-Content-Type: application/grpc\r\n\r\n");
+  r = AskGateway(port, Post("/v3/kv/range", R"({"key":"Zm9v","revision":"100"})"));
+  EXPECT_NE(r.find("\"code\":11}"), std::string::npos) << r;
+  r = AskGateway(port, Post("/v3/lease/revoke", R"({"ID":"1"})"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
+  // A body that is not the message's JSON: 400, code 3, not chunked.
+  r = AskGateway(port, Post("/v3/kv/range", "{bad"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Content-Length: "), std::string::npos) << r;
+  EXPECT_NE(BodyOf(r).find(R"("code":3})"), std::string::npos) << r;
+  // Routes answer POST only; unknown paths under /v3/ are grpc-gateway's 404.
+  r = AskGateway(port, "GET /v3/kv/range HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
+  EXPECT_EQ(BodyOf(r), "Method Not Allowed\n");
+  r = AskGateway(port, Post("/v3/kv/nothing", "{}"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
+  EXPECT_EQ(BodyOf(r), "Not Found\n");
+  r = AskGateway(port, Post("/v3alpha/kv/range", "{}"));
+  EXPECT_EQ(BodyOf(r), "404 page not found\n") << "etcd 3.4 serves no /v3alpha/";
+  // A message over the limit, as the gRPC server refuses it.
+  const std::string big = R"({"key":"Zm9v","value":")" + std::string(3 << 20, 'A') + "\"}";
+  r = AskGateway(port, Post("/v3/kv/put", big, "Expect: 100-continue\r\n"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 429 Too Many Requests\r\n", 0), 0u)
+      << r.substr(0, 200);
+  EXPECT_NE(r.find(R"x({"error":"grpc: received message larger than max (2359306 vs. 2097152)")x"),
+            std::string::npos)
+      << r.substr(0, 400);
+  // A body beyond what any message could be is refused before it is read.
+  r = AskGateway(port, "POST /v3/kv/put HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
+}
+
+// A chunked body decoded (the test reads whole answers).
+std::string Dechunked(std::string body) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t eol = body.find("\r\n", at);
+    if (eol == std::string::npos) return out + "<cut>";
+    const size_t n = std::stoul(body.substr(at, eol - at), nullptr, 16);
+    if (n == 0) return out;
+    out += body.substr(eol + 2, n);
+    at = eol + 2 + n + 2;
+  }
+}
+
+TEST_F(GatewayServerTest, KeepaliveStreamAnswersEachMessageAsAResultLine) {
+  StartNative();
+  const int port = native_->ports().at(0);
+  AskGateway(port, Post("/v3/lease/grant", R"({"TTL":60,"ID":"9"})"));
+  std::string r =
+      AskGateway(port, Post("/v3/lease/keepalive", R"({"ID":"9"} {"ID":"9"}{"ID":"8"})"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << r;
+  EXPECT_EQ(
+      WithoutIds(Dechunked(BodyOf(r))),
+      R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"1","raft_term":"2"},"ID":"9","TTL":"60"}})"
+      "\n"
+      R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"1","raft_term":"2"},"ID":"9","TTL":"60"}})"
+      "\n"
+      R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"1","raft_term":"2"},"ID":"8"}})"
+      "\n")
+      << "the stream ends after the body's messages are answered";
+  // A first message that does not parse refuses the call: grpc-gateway's Unknown (500, code 2).
+  r = AskGateway(port, Post("/v3/lease/keepalive", "{bad"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 500 Internal Server Error\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find(R"(,"code":2})"), std::string::npos) << r;
+  // No message: an empty answer, ended.
+  r = AskGateway(port, Post("/v3/lease/keepalive", ""));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_EQ(BodyOf(r), "0\r\n\r\n");
+  r = AskGateway(port, "GET /v3/watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
+}
+
+TEST_F(GatewayServerTest, WatchStreamsEventsUntilTheClientLeaves) {
+  StartNative();
+  const int port = native_->ports().at(0);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string req = Post("/v3/watch", R"({"create_request":{"key":"Zm9v"}})");
+  ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  auto read_until = [&](const std::string& what) {
+    char buf[4096];
+    while (got.find(what) == std::string::npos) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until(R"("created":true}})")) << got;
+  ASSERT_TRUE(Put(*kv_, "foo", "bar").ok());
+  ASSERT_TRUE(read_until("\"value\":\"YmFy\"}}]}}\n")) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_NE(
+      WithoutIds(Dechunked(BodyOf(got)))
+          .find(
+              R"({"result":{"header":{"cluster_id":"X","member_id":"X","revision":"2","raft_term":"2"},"events":[{"kv":{"key":"Zm9v","create_revision":"2","mod_revision":"2","version":"1","value":"YmFy"}}]}})"),
+      std::string::npos)
+      << WithoutIds(Dechunked(BodyOf(got)));
+  close(fd);
+  // The server drops the watcher with the connection and serves on.
+  ASSERT_TRUE(Put(*kv_, "foo", "baz").ok());
+}
+
+// A watch's client says nothing after its request: the keepalive check that closes silent
+// connections leaves the stream alone (there is no ping to answer over HTTP/1.1).
+TEST_F(GatewayServerTest, SilentWatchClientIsNotClosedByKeepalive) {
+  NativeRpcOptions o;
+  o.keepalive_time = std::chrono::milliseconds(100);
+  o.keepalive_timeout = std::chrono::milliseconds(100);
+  StartNative(o);
+  const int port = native_->ports().at(0);
+  auto connect_to = [&] {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  };
+  const int watch = connect_to();
+  const int silent = connect_to();
+  const std::string req = Post("/v3/watch", R"({"create_request":{"key":"a2E="}})");
+  ASSERT_EQ(send(watch, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string got;
+  char buf[4096];
+  while (got.find(R"("created":true)") == std::string::npos) {
+    const ssize_t n = recv(watch, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  // The silent connection (opened with the watch's) is closed once the check has run past
+  // the timeout: the watch, as silent, had the same chance.
+  std::string ignored;
+  EXPECT_TRUE(NativeRpcServerTest::ReadUntilClosed(silent, &ignored));
+  close(silent);
+  ASSERT_TRUE(Put(*kv_, "ka", "v").ok());
+  while (got.find(R"("value":"dg==")") == std::string::npos) {
+    const ssize_t n = recv(watch, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << "the watch was closed: " << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(watch);
+}
+
+TEST_F(GatewayServerTest, GatewayCanBeDisabled) {
+  NativeRpcOptions o;
+  o.enable_grpc_gateway = false;
+  StartNative(o);
+  std::string r = AskGateway(native_->ports().at(0), Post("/v3/kv/range", R"({"key":"Zm9v"})"));
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
+  EXPECT_EQ(BodyOf(r), "404 page not found\n");
+}
+
+}  // namespace
+}  // namespace etcdw::client_api

@@ -1,0 +1,201 @@
+// Differential tests of the gRPC gateway: the same JSON requests POSTed to etcd 3.4.23's and to
+// etcd-wrapper's client port, answers compared whole (status line, headers but Date and
+// Content-Length, body) after member-specific values (IDs, URLs, names) are masked.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "diff_fixture.h"
+
+namespace etcdw::testing {
+namespace {
+
+// The answer to `request`, normalized: no Date, Connection or Content-Length header, cluster and
+// member IDs, member names and URLs masked, versions as "V".
+std::string AskGatewayOf(Member& m, const std::string& request) {
+  std::string got = HttpExchange(m.client_port(), request);
+  // A chunked body as its data, then its trailer section (chunk boundaries are each server's).
+  const size_t head_end = got.find("\r\n\r\n");
+  if (head_end != std::string::npos &&
+      got.substr(0, head_end).find("Transfer-Encoding: chunked") != std::string::npos) {
+    std::string data;
+    size_t at = head_end + 4;
+    while (true) {
+      const size_t eol = got.find("\r\n", at);
+      if (eol == std::string::npos) break;
+      const size_t n = std::stoul(got.substr(at, eol - at), nullptr, 16);
+      at = eol + 2;
+      if (n == 0) break;
+      data += got.substr(at, n);
+      at += n + 2;
+    }
+    got =
+        got.substr(0, head_end + 4) + data + "\n[trailer]\n" + got.substr(std::min(at, got.size()));
+  }
+  std::istringstream lines(got);
+  std::string line, out;
+  while (std::getline(lines, line)) {
+    if (line.rfind("Date: ", 0) == 0 || line.rfind("Connection: ", 0) == 0 ||
+        line.rfind("Content-Length: ", 0) == 0) {
+      continue;
+    }
+    out += line + "\n";
+  }
+  static const std::regex ids(R"re("(cluster_id|member_id|ID)":"[0-9]+")re");
+  static const std::regex urls(R"re("(peerURLs|clientURLs)":\[[^\]]*\])re");
+  static const std::regex names(R"re("name":"[^"]*")re");
+  static const std::regex versions(R"re(3\.[45]\.[0-9]+)re");
+  out = std::regex_replace(out, ids, "\"$1\":\"X\"");
+  out = std::regex_replace(out, urls, "\"$1\":[X]");
+  out = std::regex_replace(out, names, "\"name\":\"X\"");
+  return std::regex_replace(out, versions, "V");
+}
+
+std::string GatewayPost(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST_F(DiffTest, GatewayUnaryCallsAnswerLikeEtcds) {
+  StartBoth();
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"/v3/kv/put", R"({"key":"Zm9v","value":"YmFy"})"},
+      {"/v3/kv/put", R"({"key":"Zm9vMg==","value":"YmF6","prev_kv":true})"},
+      {"/v3/kv/put", R"({"key":"Zm9vMg==","value":"cXV4","prev_kv":true})"},
+      {"/v3/kv/range", R"({"key":"Zm9v"})"},
+      {"/v3/kv/range", R"({"key":"Zm9v","range_end":"Zm9w","keys_only":true,"limit":"1"})"},
+      {"/v3/kv/range", R"({"key":"AA==","range_end":"AA==","count_only":true})"},
+      {"/v3/kv/range", R"({"key":"Zm9v","sort_order":"DESCEND","sort_target":"MOD",)"
+                       R"("range_end":"Zm9w"})"},
+      {"/v3beta/kv/range", R"({"key":"Zm9v","revision":"2"})"},
+      {"/v3/kv/range", R"({"key":"Zm9v","revision":"100"})"},
+      {"/v3/kv/range", "{}"},
+      {"/v3/kv/range", ""},
+      {"/v3/kv/range", R"({"key":"Zm9v","unknown":1} {"key":"eA=="})"},
+      {"/v3/kv/txn", R"({"compare":[{"key":"Zm9v","result":"EQUAL","target":"VALUE",)"
+                     R"("value":"YmFy"}],"success":[{"request_range":{"key":"Zm9v"}},)"
+                     R"({"request_put":{"key":"dA==","value":"dg=="}}],)"
+                     R"("failure":[{"request_delete_range":{"key":"Zm9v"}}]})"},
+      {"/v3/kv/txn", R"({"compare":[{"key":"Zm9v","target":"VERSION","result":"GREATER",)"
+                     R"("version":"5"}],"failure":[{"request_delete_range":{"key":"dA==",)"
+                     R"("prev_kv":true}}]})"},
+      {"/v3/kv/deleterange", R"({"key":"Zm9vMg==","prev_kv":true})"},
+      {"/v3/kv/compaction", R"({"revision":"100"})"},
+      {"/v3/kv/compaction", R"({"revision":"3","physical":true})"},
+      {"/v3/kv/range", R"({"key":"Zm9v","revision":"2"})"},
+      {"/v3/lease/grant", R"({"TTL":"60","ID":"4242"})"},
+      {"/v3/lease/grant", R"({"TTL":"60","ID":"4242"})"},
+      {"/v3/kv/put", R"({"key":"bA==","value":"dg==","lease":"4242"})"},
+      {"/v3/kv/lease/leases", "{}"},
+      {"/v3/lease/revoke", R"({"ID":"1"})"},
+      {"/v3/kv/lease/revoke", R"({"ID":"4242"})"},
+      {"/v3/lease/timetolive", R"({"ID":"4242","keys":true})"},
+      {"/v3/lease/grant", R"({"TTL":"60","ID":"77"})"},
+      {"/v3/lease/keepalive", R"({"ID":"77"} {"ID":"77"}{"ID":"78"})"},
+      {"/v3/lease/keepalive", R"({"ID":"77"} {bad)"},
+      {"/v3/lease/keepalive", ""},
+      {"/v3/maintenance/alarm", R"({"action":"GET"})"},
+      {"/v3/cluster/member/promote", R"({"ID":"1"})"},
+      {"/v3/kv/nothing", "{}"},
+      {"/v3alpha/kv/range", R"({"key":"Zm9v"})"},
+  };
+  for (const auto& [path, body] : calls) {
+    const std::string req = GatewayPost(path, body);
+    EXPECT_EQ(AskGatewayOf(etcd(), req), AskGatewayOf(ours(), req)) << path << " " << body;
+  }
+  const std::string get =
+      "GET /v3/kv/range HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  EXPECT_EQ(AskGatewayOf(etcd(), get), AskGatewayOf(ours(), get));
+  // A body that is not JSON: the same status and code (the message is each parser's own).
+  const std::string bad = GatewayPost("/v3/kv/range", "{bad");
+  for (Member* m : {&etcd(), &ours()}) {
+    const std::string got = AskGatewayOf(*m, bad);
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
+    EXPECT_NE(got.find(",\"code\":3}"), std::string::npos) << got;
+  }
+}
+
+// A watch over the gateway: the stream's lines, up to the one that holds `until_each[i]`, after
+// `writes[i]` ran (the first write runs once the watch is created).
+std::string GatewayWatchOf(Member& m, const std::string& body,
+                           const std::vector<std::function<void()>>& writes,
+                           const std::vector<std::string>& until_each) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(m.client_port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "connect failed";
+  }
+  const std::string req = GatewayPost("/v3/watch", body);
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[16384];
+  auto read_until = [&](const std::string& what) {
+    while (got.find(what) == std::string::npos) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  bool ok = read_until("\"created\":true");
+  for (size_t i = 0; ok && i < writes.size(); ++i) {
+    writes[i]();
+    ok = read_until(until_each[i]);
+  }
+  close(fd);
+  if (!ok) return "cut: " + got;
+  // The head as AskGatewayOf normalizes it, then the chunks' data (the boundaries are each
+  // server's own).
+  const size_t head_end = got.find("\r\n\r\n");
+  std::string data;
+  for (size_t at = head_end + 4;;) {
+    const size_t eol = got.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    const size_t n = std::stoul(got.substr(at, eol - at), nullptr, 16);
+    if (n == 0 || eol + 2 + n > got.size()) break;
+    data += got.substr(eol + 2, n);
+    at = eol + 2 + n + 2;
+  }
+  std::string head;
+  std::istringstream lines(got.substr(0, head_end + 2));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Date: ", 0) != 0 && line.rfind("Connection: ", 0) != 0) head += line + "\n";
+  }
+  static const std::regex ids(R"re("(cluster_id|member_id)":"[0-9]+")re");
+  return std::regex_replace(head + data, ids, "\"$1\":\"X\"");
+}
+
+TEST_F(DiffTest, GatewayWatchStreamsLikeEtcds) {
+  StartBoth();
+  for (Member* m : {&etcd(), &ours()}) ASSERT_TRUE(m->client().Put("w0", "old").ok());
+  auto run = [&](Member& m) {
+    Client& c = m.client();
+    return GatewayWatchOf(
+        m, R"({"create_request":{"key":"dw==","range_end":"eA==","prev_kv":true}})",
+        {[&] { EXPECT_TRUE(c.Put("w0", "new").ok()); }, [&] { EXPECT_TRUE(c.Put("w1", "v").ok()); },
+         [&] {
+           etcdserverpb::DeleteRangeRequest del;
+           del.set_key("w0");
+           etcdserverpb::DeleteRangeResponse resp;
+           EXPECT_TRUE(c.kv->DeleteRange(Ctx().get(), del, &resp).ok());
+         }},
+        {R"("value":"b2xk"}}]}})", R"("key":"dzE=")", R"("type":"DELETE")"});
+  };
+  EXPECT_EQ(run(etcd()), run(ours()));
+}
+
+}  // namespace
+}  // namespace etcdw::testing
