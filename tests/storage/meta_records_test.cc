@@ -28,7 +28,7 @@ TEST(MetaRecordsTest, EveryDeclarationIsListedOnceAndFoundByItsKeys) {
     EXPECT_FALSE(r->owner.empty());
     EXPECT_FALSE(r->value.empty());
   }
-  EXPECT_EQ(AllRecords().size(), 16u);
+  EXPECT_EQ(AllRecords().size(), 20u);
 }
 
 TEST(MetaRecordsTest, KindsDecideWhereARecordTravels) {
@@ -40,6 +40,13 @@ TEST(MetaRecordsTest, KindsDecideWhereARecordTravels) {
   EXPECT_TRUE(InSnapshot(KeyIn(kClusterMembers, "00000000000000aa")));
   EXPECT_FALSE(KeptByRestore(KeyIn(kClusterMembers, "00000000000000aa")));
   EXPECT_FALSE(KeptOverSnapshot(kClusterId.key));
+  // The auth state is the store's: it travels, and a restore keeps it (etcd's does).
+  for (std::string key : {std::string(kAuthEnabled.key), std::string(kAuthRevision.key),
+                          KeyIn(kAuthUsers, "alice"), KeyIn(kAuthRoles, "reader")}) {
+    EXPECT_TRUE(InSnapshot(key)) << key;
+    EXPECT_TRUE(KeptByRestore(key)) << key;
+    EXPECT_FALSE(KeptOverSnapshot(key)) << key;
+  }
   // Local and legacy records stay with the member and never travel.
   for (std::string key : {std::string(kLocalMemberId.key), std::string(kKeyIndexHead.key),
                           KeyIn(kKeyIndexChunks, "x"), std::string(kLegacyHardState.key)}) {
