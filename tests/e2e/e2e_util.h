@@ -99,6 +99,33 @@ inline std::string ErrorLine(const std::string& err) {
   return "";
 }
 
+// The auth scenario the snapshot tests carry between etcd and us: root with the root role,
+// alice reading the prefix "pub/" only, authentication enabled.
+inline const std::vector<std::vector<std::string>>& SnapshotAuthSetup() {
+  static const std::vector<std::vector<std::string>> setup = {
+      {"user", "add", "root:rootpw"},
+      {"user", "grant-role", "root", "root"},
+      {"user", "add", "alice:alicepw"},
+      {"role", "add", "reader"},
+      {"role", "grant-permission", "reader", "read", "pub/", "--prefix=true"},
+      {"user", "grant-role", "alice", "reader"},
+      {"auth", "enable"}};
+  return setup;
+}
+// What each user of SnapshotAuthSetup may and may not do: the commands both servers must
+// answer alike.
+inline const std::vector<std::vector<std::string>>& SnapshotAuthChecks() {
+  static const std::vector<std::vector<std::string>> checks = {
+      {"get", "secret"},
+      {"--user", "alice:alicepw", "get", "pub/1"},
+      {"--user", "alice:alicepw", "get", "secret"},
+      {"--user", "alice:wrong", "get", "pub/1"},
+      {"--user", "root:rootpw", "get", "secret"},
+      {"--user", "root:rootpw", "user", "list"},
+      {"--user", "root:rootpw", "role", "get", "reader"}};
+  return checks;
+}
+
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

@@ -238,14 +238,7 @@ TEST_F(EtcdExportTest, EtcdKeepsOurUsersRolesAndPasswords) {
   ASSERT_TRUE(ours_.Start()) << ours_.log();
   Put("secret", "s");
   Put("pub/1", "p");
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"user", "add", "root:rootpw"},
-           {"user", "grant-role", "root", "root"},
-           {"user", "add", "alice:alicepw"},
-           {"role", "add", "reader"},
-           {"role", "grant-permission", "reader", "read", "pub/", "--prefix=true"},
-           {"user", "grant-role", "alice", "reader"},
-           {"auth", "enable"}}) {
+  for (const std::vector<std::string>& args : SnapshotAuthSetup()) {
     CmdResult r = Etcdctl(ours_, args);
     ASSERT_EQ(r.rc, 0) << r.Describe();
   }
@@ -259,14 +252,7 @@ TEST_F(EtcdExportTest, EtcdKeepsOurUsersRolesAndPasswords) {
                       "--initial-advertise-peer-urls", etcd_.peer_url()});
   ASSERT_EQ(restored.rc, 0) << restored.Describe();
   ASSERT_TRUE(etcd_.Start()) << etcd_.log();
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"get", "secret"},
-                                             {"--user", "alice:alicepw", "get", "pub/1"},
-                                             {"--user", "alice:alicepw", "get", "secret"},
-                                             {"--user", "alice:wrong", "get", "pub/1"},
-                                             {"--user", "root:rootpw", "get", "secret"},
-                                             {"--user", "root:rootpw", "user", "list"},
-                                             {"--user", "root:rootpw", "role", "get", "reader"}}) {
+  for (const std::vector<std::string>& args : SnapshotAuthChecks()) {
     CmdResult theirs = Etcdctl(etcd_, args);
     CmdResult mine = Etcdctl(ours_, args);
     EXPECT_EQ(theirs.rc, mine.rc) << theirs.Describe() << "\n" << mine.Describe();
