@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "etcdw/common/go_json.h"
 #include "grpc_wire.h"
 
 namespace etcdw::client_api {
@@ -75,41 +76,6 @@ const Route* FindRoute(std::string_view path) {
     if (r.path == path) return &r;
   }
   return nullptr;
-}
-
-// Go's encoding/json string form: quotes, backslashes and control characters escaped, and <, >,
-// & as \u003c, \u003e, \u0026 (its HTML-safe default).
-std::string GoJsonQuote(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 GatewayAnswer ErrorAnswer(GatewayAnswer::Kind kind, const Status& st) {
@@ -197,7 +163,7 @@ int HttpStatusFromCode(Code code) {
 }
 
 std::string GatewayErrorBody(const Status& st) {
-  const std::string msg = GoJsonQuote(st.message());
+  const std::string msg = common::GoJsonQuote(st.message());
   return "{\"error\":" + msg + ",\"message\":" + msg +
          ",\"code\":" + std::to_string(static_cast<int>(st.code())) + "}";
 }
@@ -382,8 +348,9 @@ std::string GatewayStream::EndLine(const Status& st) {
     if (code == http) text = t;
   }
   return "{\"error\":{\"grpc_code\":" + std::to_string(static_cast<int>(st.code())) +
-         ",\"http_code\":" + std::to_string(http) + ",\"message\":" + GoJsonQuote(st.message()) +
-         ",\"http_status\":" + GoJsonQuote(text) + "}}";
+         ",\"http_code\":" + std::to_string(http) +
+         ",\"message\":" + common::GoJsonQuote(st.message()) +
+         ",\"http_status\":" + common::GoJsonQuote(text) + "}}";
 }
 
 }  // namespace etcdw::client_api

@@ -276,8 +276,10 @@ ApplyResult Applier::ApplyAuthRequest(mvcc::ApplyBatch& batch, const internalpb:
     case internalpb::Request::kAuthenticate: {
       const auto& a = req.authenticate();
       if (Status st = as.CheckAuthenticate(a.name()); !st.ok()) return Err(st);
+      auto token = d_.tokens->Assign(a.simple_token(), index, a.name(), as.Revision());
+      if (!token.ok()) return Err(token.status());
       etcdserverpb::AuthenticateResponse resp;
-      resp.set_token(d_.tokens->Assign(a.simple_token(), index, a.name()));
+      resp.set_token(std::move(*token));
       return answer(Status::Ok(), std::move(resp));
     }
     case internalpb::Request::kUserAdd:

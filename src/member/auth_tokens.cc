@@ -4,15 +4,51 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <map>
+#include <vector>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/member/jwt_tokens.h"
 
 namespace etcdw::member {
+
+Result<std::unique_ptr<TokenProvider>> NewTokenProvider(std::string_view setting,
+                                                        const common::Clock& clock,
+                                                        std::chrono::seconds simple_ttl) {
+  // etcd's form: the kind, then comma-separated name=value options, none repeated.
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = setting.find(',', start);
+    parts.push_back(setting.substr(start, comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  const std::string kind(parts[0]);
+  std::map<std::string, std::string> options;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string_view::npos || parts[i].find('=', eq + 1) != std::string_view::npos) {
+      return InvalidArgument("auth-token: option \"" + std::string(parts[i]) +
+                             "\" is not name=value");
+    }
+    if (!options.emplace(parts[i].substr(0, eq), parts[i].substr(eq + 1)).second) {
+      return InvalidArgument("auth-token: option \"" + std::string(parts[i].substr(0, eq)) +
+                             "\" is given twice");
+    }
+  }
+  if (kind == "simple") return std::unique_ptr<TokenProvider>(new SimpleTokens(clock, simple_ttl));
+  if (kind == "jwt") {
+    ETCDW_ASSIGN_OR_RETURN(auto jwt, JwtTokens::Create(options, clock));
+    return std::unique_ptr<TokenProvider>(std::move(jwt));
+  }
+  return InvalidArgument("auth-token: unknown token kind \"" + kind +
+                         "\" (etcd's kinds are simple and jwt)");
+}
 
 SimpleTokens::SimpleTokens(const common::Clock& clock, std::chrono::seconds ttl)
     : clock_(clock), ttl_(ttl.count() > 0 ? ttl : std::chrono::seconds(300)) {}
 
-std::string SimpleTokens::NewPrefix() {
+std::string SimpleTokens::RandomPrefix() {
   static constexpr std::string_view kLetters =
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
   std::string out;
@@ -44,7 +80,8 @@ std::optional<uint64_t> SimpleTokens::IndexOf(std::string_view token) {
   return index;
 }
 
-std::string SimpleTokens::Assign(std::string_view prefix, uint64_t index, const std::string& user) {
+Result<std::string> SimpleTokens::Assign(std::string_view prefix, uint64_t index,
+                                         const std::string& user, uint64_t /*auth_revision*/) {
   std::string token = std::string(prefix) + "." + std::to_string(index);
   std::lock_guard lock(mu_);
   tokens_[token] = Entry{user, clock_.Now() + ttl_};
@@ -62,6 +99,12 @@ std::optional<std::string> SimpleTokens::UserOf(const std::string& token) {
   }
   it->second.expires = now + ttl_;
   return it->second.user;
+}
+
+std::optional<AuthInfo> SimpleTokens::Info(const std::string& token, uint64_t current_revision) {
+  auto user = UserOf(token);
+  if (!user) return std::nullopt;
+  return AuthInfo{std::move(*user), current_revision};
 }
 
 void SimpleTokens::InvalidateUser(std::string_view user) {

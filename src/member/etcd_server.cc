@@ -114,14 +114,9 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
 
   s->alarms_ = std::make_unique<AlarmStore>();
   ETCDW_RETURN_IF_ERROR(s->alarms_->Load(*s->engine_));
-  // etcd's token kinds: "simple" (its default) here; JWT tokens are not served yet.
-  if (cfg.auth_token != "simple") {
-    return InvalidArgument("auth-token: \"" + cfg.auth_token +
-                           "\" is not supported (etcd-wrapper issues simple tokens only)");
-  }
   s->auth_ = std::make_unique<AuthStore>();
   ETCDW_RETURN_IF_ERROR(s->auth_->Load(*s->engine_));
-  s->tokens_ = std::make_unique<SimpleTokens>(clock, cfg.auth_token_ttl);
+  ETCDW_ASSIGN_OR_RETURN(s->tokens_, NewTokenProvider(cfg.auth_token, clock, cfg.auth_token_ttl));
   s->lessor_ = std::make_unique<Lessor>(clock);
   // The leases in the store, known without expiry until this member leads (a follower lists
   // them and forwards their keepalives).

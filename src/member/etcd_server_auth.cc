@@ -20,7 +20,7 @@ constexpr int kAuthenticateAttempts = 5;
 }  // namespace
 
 Result<AuthInfo> EtcdServer::AuthInfoFromToken(const std::string& token) {
-  if (auto user = tokens_->UserOf(token)) return AuthInfo{*user, auth_->Revision()};
+  if (auto info = tokens_->Info(token, auth_->Revision())) return std::move(*info);
   return errors::InvalidAuthToken();
 }
 
@@ -70,7 +70,7 @@ void EtcdServer::AuthenticateAttempt(std::string name, std::string password,
       if (!PasswordMatches(creds.password_hash, password)) return reply(errors::AuthFailed());
       internalpb::Request req;
       req.mutable_authenticate()->set_name(name);
-      req.mutable_authenticate()->set_simple_token(SimpleTokens::NewPrefix());
+      req.mutable_authenticate()->set_simple_token(tokens_->NewPrefix());
       ProposeFor<AuthenticateResponse>(
           std::move(req), [this, name, password, reply, attempts_left,
                            checked = creds.revision](Result<AuthenticateResponse> got) {

@@ -193,11 +193,11 @@ TEST_F(AuthStoreTest, TheStateSurvivesAReloadAndDamageIsReported) {
 TEST(SimpleTokensTest, TokensNameTheirEntryAndLiveWhileUsed) {
   common::ManualClock clock;
   SimpleTokens tokens(clock, std::chrono::seconds(300));
-  const std::string prefix = SimpleTokens::NewPrefix();
+  const std::string prefix = SimpleTokens::RandomPrefix();
   ASSERT_EQ(prefix.size(), 16u);
   for (char c : prefix) EXPECT_TRUE(std::isalpha(static_cast<unsigned char>(c))) << prefix;
-  EXPECT_NE(SimpleTokens::NewPrefix(), prefix);
-  const std::string t = tokens.Assign(prefix, 42, "alice");
+  EXPECT_NE(SimpleTokens::RandomPrefix(), prefix);
+  const std::string t = *tokens.Assign(prefix, 42, "alice", 1);
   EXPECT_EQ(t, prefix + ".42");
   EXPECT_EQ(SimpleTokens::IndexOf(t), 42u);
   EXPECT_FALSE(SimpleTokens::IndexOf("abc"));
@@ -215,8 +215,8 @@ TEST(SimpleTokensTest, TokensNameTheirEntryAndLiveWhileUsed) {
   EXPECT_EQ(tokens.Size(), 0u);
   EXPECT_FALSE(tokens.UserOf(t));
 
-  const std::string a = tokens.Assign("A", 1, "alice");
-  const std::string b = tokens.Assign("B", 2, "bob");
+  const std::string a = *tokens.Assign("A", 1, "alice", 1);
+  const std::string b = *tokens.Assign("B", 2, "bob", 1);
   tokens.InvalidateUser("alice");
   EXPECT_FALSE(tokens.UserOf(a));
   EXPECT_EQ(tokens.UserOf(b), "bob");

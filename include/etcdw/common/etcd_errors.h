@@ -66,6 +66,7 @@ ETCDW_ETCD_ERROR(AuthOldRevision, kInvalidArgument, "etcdserver: revision of aut
 // Not among etcd's gRPC errors: it reaches clients as code Unknown with the auth package's text.
 ETCDW_ETCD_ERROR(NoPasswordUser, kUnknown,
                  "auth: authentication failed, password was given for no password user")
+ETCDW_ETCD_ERROR(JwtVerifyOnly, kUnknown, "auth: token signing attempted with verify-only key")
 
 // Leadership and availability
 ETCDW_ETCD_ERROR(NoLeader, kUnavailable, "etcdserver: no leader")

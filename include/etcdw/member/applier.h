@@ -30,7 +30,7 @@ struct ApplierDeps {
   Lessor* lessor = nullptr;
   AlarmStore* alarms = nullptr;
   AuthStore* auth = nullptr;
-  SimpleTokens* tokens = nullptr;
+  TokenProvider* tokens = nullptr;
   WatchHub* hub = nullptr;
   WaitRegistry* waits = nullptr;
   Quota* quota = nullptr;

@@ -318,7 +318,7 @@ class EtcdServer {
   cluster::Membership membership_;
   std::unique_ptr<AlarmStore> alarms_;
   std::unique_ptr<AuthStore> auth_;
-  std::unique_ptr<SimpleTokens> tokens_;
+  std::unique_ptr<TokenProvider> tokens_;
   std::unique_ptr<Lessor> lessor_;
   std::unique_ptr<Quota> quota_;
   std::unique_ptr<WatchHub> hub_;
