@@ -21,8 +21,10 @@ packages=(
   libjemalloc-dev
   # test dependencies: the reference etcd and its client, certificates, HTTP probes
   etcd-server etcd-client openssl curl procps
-  # a client that speaks only the gRPC gateway (tests/e2e/gateway_test.cc)
-  python3-etcd3gw
+  # clients that speak only the gRPC gateway (tests/e2e/gateway_client_test.cc,
+  # tests/e2e/patroni_client_test.cc): etcd3gw, and Patroni (its etcd3 DCS driver imports
+  # python3-etcd's module, one of patroni's alternative dependencies, named here explicitly)
+  python3-etcd3gw patroni python3-etcd
 )
 # Node.js and npm, for s3rver (below): Debian's packages, unless node and npm are installed
 # already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
