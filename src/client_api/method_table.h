@@ -141,12 +141,18 @@ class MethodTable {
             }
             answer(Status::Ok(), FrameMessage(*r));
           };
-          if constexpr (std::is_invocable_v<Call, const CallContext&, const Req&,
-                                            member::Reply<Resp>>) {
-            call(ctx, *req, std::move(reply));
-          } else {
-            call(*req, std::move(reply));
-          }
+          auto dispatch = [call, req, reply = std::move(reply)](const CallContext& ctx) {
+            if constexpr (std::is_invocable_v<Call, const CallContext&, const Req&,
+                                              member::Reply<Resp>>) {
+              call(ctx, *req, reply);
+            } else {
+              call(*req, reply);
+            }
+          };
+          if (!ctx.token) return dispatch(ctx);
+          // A token from an entry not applied here yet is waited for, as etcd waits.
+          server.AfterTokenIssued(*ctx.token,
+                                  [ctx, dispatch = std::move(dispatch)] { dispatch(ctx); });
         },
         stats};
   }

@@ -24,6 +24,12 @@ Result<AuthInfo> EtcdServer::AuthInfoFromToken(const std::string& token) {
   return errors::InvalidAuthToken();
 }
 
+void EtcdServer::AfterTokenIssued(const std::string& token, std::function<void()> then) {
+  const std::optional<uint64_t> issued_at = tokens_->IssuedAt(token);
+  if (!issued_at || *issued_at <= applier_->AppliedIndex()) return then();
+  node_->ReadIndex([this, then = std::move(then)](Status) { reads_->Submit(then); });
+}
+
 void EtcdServer::HashThen(std::string password, std::function<void(Result<std::string>)> then) {
   const int cost = static_cast<int>(cfg_.bcrypt_cost);
   tasks_->Submit([password = std::move(password), cost, then = std::move(then)] {

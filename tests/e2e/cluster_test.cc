@@ -311,6 +311,76 @@ TEST_F(ClusterTest, RequireLeaderStreamsOfAnEtcdFollowerEndTheSameWay) {
   EXPECT_GE(RequireLeaderStreamsEnd(*cluster_), 0);
 }
 
+// A client that authenticated on one member may bring its simple token to another member before
+// that member applied the entry that issued it. etcd waits for the entry (its simple tokens'
+// index waiter); so does ours (a ReadIndex round), instead of answering "invalid auth token".
+// The follower is stopped (SIGSTOP) while the token is issued and the request is sent to it, so
+// on resuming it has the request and the leader's entries to handle at the same time.
+void ATokenIsWaitedForOnAMemberThatHasNotAppliedItsEntry(TestCluster& cluster) {
+  ASSERT_TRUE(cluster.StartAll());
+  const int leader = cluster.WaitForLeader();
+  ASSERT_GE(leader, 0);
+  Member& l = cluster.member(leader);
+  Member& f = cluster.member((leader + 1) % 3);
+  auto ok = [](const grpc::Status& st) { return st.ok() ? "" : st.error_message(); };
+  ASSERT_TRUE(PutEventually(l, "k", "v"));
+  {
+    etcdserverpb::AuthUserAddRequest add;
+    add.set_name("root");
+    add.set_password("rootpw");
+    etcdserverpb::AuthUserAddResponse added;
+    ASSERT_EQ(ok(l.client().auth->UserAdd(Ctx().get(), add, &added)), "");
+    etcdserverpb::AuthRoleAddRequest role;
+    role.set_name("root");
+    etcdserverpb::AuthRoleAddResponse role_added;
+    ASSERT_EQ(ok(l.client().auth->RoleAdd(Ctx().get(), role, &role_added)), "");
+    etcdserverpb::AuthUserGrantRoleRequest grant;
+    grant.set_user("root");
+    grant.set_role("root");
+    etcdserverpb::AuthUserGrantRoleResponse granted;
+    ASSERT_EQ(ok(l.client().auth->UserGrantRole(Ctx().get(), grant, &granted)), "");
+    etcdserverpb::AuthEnableResponse enabled;
+    ASSERT_EQ(ok(l.client().auth->AuthEnable(Ctx().get(), {}, &enabled)), "");
+  }
+  // The follower has applied everything so far (its connection is made now, too).
+  const uint64_t applied = StatusOf(l).raftappliedindex();
+  ASSERT_GT(applied, 0u);
+  ASSERT_TRUE(WaitUntil([&] { return StatusOf(f).raftappliedindex() >= applied; }));
+
+  f.process().Signal(SIGSTOP);
+  etcdserverpb::AuthenticateRequest login;
+  login.set_name("root");
+  login.set_password("rootpw");
+  etcdserverpb::AuthenticateResponse token;
+  const grpc::Status logged_in = l.client().auth->Authenticate(Ctx().get(), login, &token);
+  grpc::Status read;
+  etcdserverpb::RangeResponse got;
+  std::thread reader([&] {
+    auto ctx = Ctx(seconds(10));
+    ctx->AddMetadata("token", token.token());
+    etcdserverpb::RangeRequest r;
+    r.set_key("k");
+    read = f.client().kv->Range(ctx.get(), r, &got);
+  });
+  std::this_thread::sleep_for(milliseconds(300));  // the request waits in the follower's socket
+  f.process().Signal(SIGCONT);
+  reader.join();
+  ASSERT_EQ(ok(logged_in), "");
+  EXPECT_EQ(ok(read), "") << f.label();
+  ASSERT_EQ(got.kvs_size(), 1);
+  EXPECT_EQ(got.kvs(0).value(), "v");
+}
+
+TEST_F(ClusterTest, ATokenIsWaitedForOnAMemberThatHasNotAppliedItsEntry) {
+  cluster_ = std::make_unique<TestCluster>(3);
+  ATokenIsWaitedForOnAMemberThatHasNotAppliedItsEntry(*cluster_);
+}
+
+TEST_F(ClusterTest, ATokenIsWaitedForOnAnEtcdMemberThatHasNotAppliedItsEntry) {
+  cluster_ = std::make_unique<TestCluster>(3, Member::Kind::kEtcd);
+  ATokenIsWaitedForOnAMemberThatHasNotAppliedItsEntry(*cluster_);
+}
+
 // grpc-timeout reaches the member's proposal queue: a write sent to a member without a leader
 // is answered DEADLINE_EXCEEDED at its deadline and is never proposed afterwards, even when a
 // leader is elected while the member's own request timeout (7 s) still runs; a write whose

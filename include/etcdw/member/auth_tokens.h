@@ -46,6 +46,9 @@ class TokenProvider {
   // signed at, so any change of the store makes it old). nullopt when unknown, malformed,
   // forged or expired.
   virtual std::optional<AuthInfo> Info(const std::string& token, uint64_t current_revision) = 0;
+  // The index of the log entry that issued `token`, where the token says it (simple tokens);
+  // nullopt otherwise.
+  virtual std::optional<uint64_t> IssuedAt(const std::string& token) const = 0;
   // Apply thread: the user was deleted or changed password; authentication was disabled.
   virtual void InvalidateUser(std::string_view user) = 0;
   virtual void Clear() = 0;
@@ -73,6 +76,9 @@ class SimpleTokens final : public TokenProvider {
   // The token is prefix.index.
   Result<std::string> Assign(std::string_view prefix, uint64_t index, const std::string& user,
                              uint64_t auth_revision) override;
+  std::optional<uint64_t> IssuedAt(const std::string& token) const override {
+    return IndexOf(token);
+  }
   // Renews the token's lifetime.
   std::optional<AuthInfo> Info(const std::string& token, uint64_t current_revision) override;
   void InvalidateUser(std::string_view user) override;

@@ -38,6 +38,9 @@ class JwtTokens final : public TokenProvider {
   Result<std::string> Assign(std::string_view prefix, uint64_t index, const std::string& user,
                              uint64_t auth_revision) override;
   std::optional<AuthInfo> Info(const std::string& token, uint64_t current_revision) override;
+  std::optional<uint64_t> IssuedAt(const std::string& /*token*/) const override {
+    return std::nullopt;
+  }
   // Stateless: nothing to forget.
   void InvalidateUser(std::string_view /*user*/) override {}
   void Clear() override {}
