@@ -15,6 +15,7 @@
 
 #include "e2e_util.h"
 #include "servers.h"
+#include "test_certs.h"
 
 namespace etcdw::testing {
 namespace {
@@ -686,10 +687,10 @@ class DifferentialEtcdctlTest : public ::testing::Test {
   Member ours_{Member::Kind::kEtcdWrapper};
 };
 
-// A whole authentication scenario, etcdctl's user, role and auth commands and every kind of
-// permission check, prints what it prints against etcd.
-TEST_F(DifferentialEtcdctlTest, AFullAuthScenarioPrintsWhatEtcdPrints) {
-  const std::vector<std::vector<std::string>> script = {
+// A whole authentication scenario: etcdctl's user, role and auth commands and every kind of
+// permission check.
+const std::vector<std::vector<std::string>>& AuthScenario() {
+  static const std::vector<std::vector<std::string>> script = {
       {"user", "add", "root:rootpw"},
       {"role", "add", "root"},
       {"user", "grant-role", "root", "root"},
@@ -738,7 +739,31 @@ TEST_F(DifferentialEtcdctlTest, AFullAuthScenarioPrintsWhatEtcdPrints) {
       {"--user=root:rootpw", "auth", "disable"},
       {"get", "/b"},
   };
-  for (const auto& args : script) {
+  return script;
+}
+
+// It prints what it prints against etcd.
+TEST_F(DifferentialEtcdctlTest, AFullAuthScenarioPrintsWhatEtcdPrints) {
+  for (const auto& args : AuthScenario()) {
+    Same(args, args.size() > 3 && args[2] == "passwd" ? "newpw\n" : "");
+  }
+}
+
+// The same with JWT tokens, both servers holding the same key.
+class JwtEtcdctlTest : public DifferentialEtcdctlTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(certs_.AddCa("jwt")) << certs_.log();
+    const Settings jwt = {{"auth-token", "jwt,priv-key=" + certs_.Key("jwt") + ",pub-key=" +
+                                             certs_.Crt("jwt") + ",sign-method=ES256"}};
+    ASSERT_TRUE(etcd_.Start(jwt)) << etcd_.log();
+    ASSERT_TRUE(ours_.Start(jwt)) << ours_.log();
+  }
+  TestCerts certs_;
+};
+
+TEST_F(JwtEtcdctlTest, AFullAuthScenarioWithJwtTokensPrintsWhatEtcdPrints) {
+  for (const auto& args : AuthScenario()) {
     Same(args, args.size() > 3 && args[2] == "passwd" ? "newpw\n" : "");
   }
 }
