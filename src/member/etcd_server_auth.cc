@@ -17,6 +17,14 @@ namespace {
 // client's loop, which gets AuthOldRevision instead).
 constexpr int kAuthenticateAttempts = 5;
 
+// The proposal of an Auth call whose request enters the log as the client sent it, in `field`.
+template <typename Req>
+internalpb::Request AsProposed(const Req& r, Req* (internalpb::Request::*field)()) {
+  internalpb::Request req;
+  *(req.*field)() = r;
+  return req;
+}
+
 }  // namespace
 
 Result<AuthInfo> EtcdServer::AuthInfoFromToken(const std::string& token) {
@@ -38,15 +46,13 @@ void EtcdServer::HashThen(std::string password, std::function<void(Result<std::s
 }
 
 void EtcdServer::AuthEnable(Reply<AuthEnableResponse> reply, Who who) {
-  internalpb::Request req;
-  req.mutable_auth_enable();
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(AuthEnableRequest(), &internalpb::Request::mutable_auth_enable), who,
+            std::move(reply));
 }
 
 void EtcdServer::AuthDisable(Reply<AuthDisableResponse> reply, Who who) {
-  internalpb::Request req;
-  req.mutable_auth_disable();
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(AuthDisableRequest(), &internalpb::Request::mutable_auth_disable), who,
+            std::move(reply));
 }
 
 void EtcdServer::AuthStatus(Reply<AuthStatusResponse> reply) {
@@ -121,75 +127,57 @@ void EtcdServer::UserChangePassword(const AuthUserChangePasswordRequest& r,
 }
 
 void EtcdServer::UserGet(const AuthUserGetRequest& r, Reply<AuthUserGetResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_user_get() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_user_get), who, std::move(reply));
 }
 
 void EtcdServer::UserList(Reply<AuthUserListResponse> reply, Who who) {
-  internalpb::Request req;
-  req.mutable_user_list();
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(AuthUserListRequest(), &internalpb::Request::mutable_user_list), who,
+            std::move(reply));
 }
 
 void EtcdServer::UserDelete(const AuthUserDeleteRequest& r, Reply<AuthUserDeleteResponse> reply,
                             Who who) {
-  internalpb::Request req;
-  *req.mutable_user_delete() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_user_delete), who, std::move(reply));
 }
 
 void EtcdServer::UserGrantRole(const AuthUserGrantRoleRequest& r,
                                Reply<AuthUserGrantRoleResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_user_grant_role() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_user_grant_role), who, std::move(reply));
 }
 
 void EtcdServer::UserRevokeRole(const AuthUserRevokeRoleRequest& r,
                                 Reply<AuthUserRevokeRoleResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_user_revoke_role() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_user_revoke_role), who, std::move(reply));
 }
 
 void EtcdServer::RoleAdd(const AuthRoleAddRequest& r, Reply<AuthRoleAddResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_role_add() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_role_add), who, std::move(reply));
 }
 
 void EtcdServer::RoleGet(const AuthRoleGetRequest& r, Reply<AuthRoleGetResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_role_get() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_role_get), who, std::move(reply));
 }
 
 void EtcdServer::RoleList(Reply<AuthRoleListResponse> reply, Who who) {
-  internalpb::Request req;
-  req.mutable_role_list();
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(AuthRoleListRequest(), &internalpb::Request::mutable_role_list), who,
+            std::move(reply));
 }
 
 void EtcdServer::RoleDelete(const AuthRoleDeleteRequest& r, Reply<AuthRoleDeleteResponse> reply,
                             Who who) {
-  internalpb::Request req;
-  *req.mutable_role_delete() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_role_delete), who, std::move(reply));
 }
 
 void EtcdServer::RoleGrantPermission(const AuthRoleGrantPermissionRequest& r,
                                      Reply<AuthRoleGrantPermissionResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_role_grant_permission() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_role_grant_permission), who,
+            std::move(reply));
 }
 
 void EtcdServer::RoleRevokePermission(const AuthRoleRevokePermissionRequest& r,
                                       Reply<AuthRoleRevokePermissionResponse> reply, Who who) {
-  internalpb::Request req;
-  *req.mutable_role_revoke_permission() = r;
-  ProposeAs(std::move(req), who, std::move(reply));
+  ProposeAs(AsProposed(r, &internalpb::Request::mutable_role_revoke_permission), who,
+            std::move(reply));
 }
 
 }  // namespace etcdw::member
