@@ -15,6 +15,7 @@
 #include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -292,7 +293,10 @@ Result<HttpResponse> HttpClient::Send(const HttpClientRequest& request) {
   }
 
   ResponseParser parser;
-  parser.body_limit(boost::none);  // SinkBody enforces the limit of in-memory bodies
+  // No limit here: SinkBody enforces the limit of in-memory bodies. Not boost::none: Boost
+  // 1.74's parser compares a Content-Length with the empty optional as greater and fails the
+  // answer with body_limit when its head arrives without its body.
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (req.method() == http::verb::head) parser.skip(true);
   detail::SinkBody::value_type& sink = parser.get().body();
   sink.file_path = request.response_file;

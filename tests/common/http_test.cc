@@ -14,6 +14,7 @@
 #include <iterator>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "support/await.h"
 #include "support/files.h"
@@ -377,6 +378,76 @@ std::string Pattern(size_t n) {
 
 std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/http_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+// Answers each of `answers`, in turn, on one accepted connection each: reads the request head,
+// writes the answer's head, then its body, then closes (as an HTTP/1.0 server such as Python's
+// http.server does).
+class ScriptedHttpServer {
+ public:
+  explicit ScriptedHttpServer(std::vector<std::string> answers) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 4) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+    thread_ = std::thread([this, answers = std::move(answers)] {
+      for (const std::string& answer : answers) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        std::string head;
+        char ch;
+        while (head.find("\r\n\r\n") == std::string::npos && ::read(c, &ch, 1) == 1) {
+          head.push_back(ch);
+        }
+        // The head and the body in separate writes, a moment apart, as Python's server writes.
+        const size_t head_end = answer.find("\r\n\r\n") + 4;
+        (void)!::write(c, answer.data(), head_end);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        (void)!::write(c, answer.data() + head_end, answer.size() - head_end);
+        ::close(c);
+      }
+    });
+  }
+  ~ScriptedHttpServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = -1;
+  std::thread thread_;
+};
+
+// HTTP/1.0 answers are valid: with a Content-Length, and without one (the body ends with the
+// connection), and so is HTTP/1.1 with "Connection: close" and no length.
+TEST(HttpSendTest, ReadsHttp10AnswersWithAndWithoutALength) {
+  const std::string body = "{\"health\": true}\n";
+  ScriptedHttpServer server({
+      "HTTP/1.0 200 OK\r\nServer: BaseHTTP/0.6 Python/3.11.2\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body,
+      "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body,
+      "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n" + body,
+  });
+  ASSERT_GT(server.port(), 0);
+  for (int status : {200, 200, 503}) {
+    HttpClientRequest req;
+    req.method = "GET";
+    req.host_port = Local(server.port());
+    req.target = "/healthz";
+    auto r = PlainClient()->Send(req);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, status);
+    EXPECT_EQ(r->body, body);
+  }
 }
 
 TEST(HttpSendTest, CarriesMethodHeadersAndATextBody) {
