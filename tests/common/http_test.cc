@@ -67,10 +67,11 @@ std::string ReadAll(int fd) {
   return out;
 }
 
-// A loopback listener whose connections wait in the backlog: never read, never answered.
-class SilentListener {
+// A loopback listener whose connections wait in the backlog until the test accepts them (never,
+// for a server that does not answer).
+class LoopbackListener {
  public:
-  SilentListener() {
+  LoopbackListener() {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -81,8 +82,11 @@ class SilentListener {
       port_ = ntohs(a.sin_port);
     }
   }
-  ~SilentListener() { ::close(fd_); }
+  ~LoopbackListener() { ::close(fd_); }
+  LoopbackListener(const LoopbackListener&) = delete;
+  LoopbackListener& operator=(const LoopbackListener&) = delete;
   int port() const { return port_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
@@ -219,7 +223,7 @@ TEST(HttpTest, OversizedBodyGets413) {
 }
 
 TEST(HttpTest, ClientTimesOutOnAServerThatNeverAnswers) {
-  SilentListener silent;
+  LoopbackListener silent;
   ASSERT_GT(silent.port(), 0);
   auto start = std::chrono::steady_clock::now();
   auto r = PlainClient(300ms)->Get(Local(silent.port()), "/");
@@ -229,7 +233,7 @@ TEST(HttpTest, ClientTimesOutOnAServerThatNeverAnswers) {
 }
 
 TEST(HttpTest, CancelFlagAbortsARequest) {
-  SilentListener silent;
+  LoopbackListener silent;
   ASSERT_GT(silent.port(), 0);
   std::atomic<bool> cancel{false};
   std::thread t([&] {
@@ -386,18 +390,9 @@ std::string TempPath(const std::string& name) {
 class ScriptedHttpServer {
  public:
   explicit ScriptedHttpServer(std::vector<std::string> answers) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 4) == 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port_ = ntohs(a.sin_port);
-    }
     thread_ = std::thread([this, answers = std::move(answers)] {
       for (const std::string& answer : answers) {
-        const int c = ::accept(fd_, nullptr, nullptr);
+        const int c = ::accept(listener_.fd(), nullptr, nullptr);
         if (c < 0) return;
         std::string head;
         char ch;
@@ -414,15 +409,13 @@ class ScriptedHttpServer {
     });
   }
   ~ScriptedHttpServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
+    ::shutdown(listener_.fd(), SHUT_RDWR);  // ends a pending accept
     thread_.join();
   }
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
 
  private:
-  int fd_ = -1;
-  int port_ = -1;
+  LoopbackListener listener_;
   std::thread thread_;
 };
 
@@ -567,7 +560,7 @@ TEST(HttpSendTest, WritesA2xxBodyToTheResponseFileAndKeepsErrorsInMemory) {
 }
 
 TEST(HttpSendTest, StallTimeoutFailsARequestThatMakesNoProgress) {
-  SilentListener silent;
+  LoopbackListener silent;
   ASSERT_GT(silent.port(), 0);
   HttpClientRequest req;
   req.host_port = Local(silent.port());
