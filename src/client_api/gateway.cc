@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "etcdw/common/go_json.h"
+#include "go_json.h"
 #include "grpc_wire.h"
+#include "jsonpb_decode.h"
 
 namespace etcdw::client_api {
 
@@ -94,12 +96,20 @@ std::string V3Path(std::string_view path) {
   return p;
 }
 
-// Decodes the JSON value `json` into `m` as grpc-gateway's decoder does (unknown fields ignored).
-Status DecodeJson(std::string_view json, google::protobuf::Message* m) {
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
-  auto st = google::protobuf::util::JsonStringToMessage(json, m, opts);
-  return st.ok() ? Status::Ok() : Status(Code::kInvalidArgument, std::string(st.message()));
+// Decodes the request message at the start of `body` into `m` as grpc-gateway's decoder does
+// (one json.Decoder.Decode, then jsonpb): OK with *end past it, or the error's text. A body of
+// only white space (io.EOF) is OK with *end 0 and `m` untouched.
+bool DecodeRequest(std::string_view body, google::protobuf::Message* m, size_t* end,
+                   std::string* error) {
+  const gojson::FirstValue first = gojson::ReadFirstValue(body);
+  *end = first.end;
+  if (first.result == gojson::FirstValue::kError) {
+    *error = first.error;
+    return false;
+  }
+  if (first.result == gojson::FirstValue::kNone) return true;
+  *error = UnmarshalJsonPb(first.value, m);
+  return error->empty();
 }
 
 // `m` as JSONPb{OrigName: true} writes it; false on failure.
@@ -168,34 +178,6 @@ std::string GatewayErrorBody(const Status& st) {
          ",\"code\":" + std::to_string(static_cast<int>(st.code())) + "}";
 }
 
-size_t FirstJsonValueLength(std::string_view in) {
-  size_t i = 0;
-  while (i < in.size() && std::isspace(static_cast<unsigned char>(in[i]))) ++i;
-  if (i == in.size()) return 0;
-  int depth = 0;
-  bool in_string = false;
-  for (; i < in.size(); ++i) {
-    const char c = in[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 0) return i + 1;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth <= 0) return i + 1;
-    } else if (depth == 0 && (std::isspace(static_cast<unsigned char>(c)) || c == ',')) {
-      return i;  // the end of a bare scalar
-    }
-  }
-  return in.size();
-}
-
 CallContext GatewayCallContext(const Http1Request& req) {
   CallContext ctx;
   if (const std::string* t = req.Header("grpc-metadata-token")) ctx.token = *t;
@@ -226,12 +208,9 @@ void ServeGateway(const MethodTable& methods, size_t max_message_bytes, const Ht
       factory->GetPrototype(md->input_type())->New());
   // Like grpc-gateway's decoder: the body's first JSON value; an empty body is an empty request;
   // fields the message does not have are ignored.
-  const std::string_view json =
-      std::string_view(req.body).substr(0, FirstJsonValueLength(req.body));
-  if (!json.empty()) {
-    if (Status st = DecodeJson(json, request.get()); !st.ok()) {
-      return done(ErrorAnswer(GatewayAnswer::kParseError, st));
-    }
+  size_t end = 0;
+  if (std::string error; !DecodeRequest(req.body, request.get(), &end, &error)) {
+    return done(ErrorAnswer(GatewayAnswer::kParseError, Status(Code::kInvalidArgument, error)));
   }
   const std::string payload = request->SerializeAsString();
   const CallStats stats = method->stats;
@@ -290,19 +269,20 @@ std::unique_ptr<GatewayStream> GatewayStream::Open(const MethodTable& methods,
   std::vector<std::string> messages;
   std::string_view body = req.body;
   while (true) {
-    const size_t n = FirstJsonValueLength(body);
-    if (n == 0) break;
     std::unique_ptr<google::protobuf::Message> m(factory->GetPrototype(md->input_type())->New());
-    if (Status st = DecodeJson(body.substr(0, n), m.get()); !st.ok()) {
+    size_t end = 0;
+    std::string error;
+    if (!DecodeRequest(body, m.get(), &end, &error)) {
       if (messages.empty()) {
         // Not a gRPC status there: grpc-gateway answers it as Unknown (500, code 2).
-        *refused = ErrorAnswer(GatewayAnswer::kParseError, Status(Code::kUnknown, st.message()));
+        *refused = ErrorAnswer(GatewayAnswer::kParseError, Status(Code::kUnknown, error));
         return nullptr;
       }
       break;
     }
+    if (end == 0) break;  // io.EOF: the client's messages are all in
     messages.push_back(m->SerializeAsString());
-    body.remove_prefix(n);
+    body.remove_prefix(end);
     // A server stream (Snapshot) takes one request message.
     if (!md->client_streaming()) break;
   }

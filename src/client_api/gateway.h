@@ -45,11 +45,6 @@ int HttpStatusFromCode(Code code);
 // grpc-gateway's error body: {"error":msg,"message":msg,"code":N}.
 std::string GatewayErrorBody(const Status& st);
 
-// The length of the first JSON value in `in` (after leading white space), as a streaming JSON
-// decoder reads one: through its closing brace, bracket or quote. 0 when `in` holds only white
-// space; in.size() when the value does not end (the parser then reports it).
-size_t FirstJsonValueLength(std::string_view in);
-
 // The gateway's CallContext from the HTTP headers: the Authorization header is the auth token
 // (grpc-gateway forwards it as metadata "authorization", which etcd reads); headers
 // "Grpc-Metadata-<key>" are metadata <key> ("Grpc-Metadata-Hasleader: true").

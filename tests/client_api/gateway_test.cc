@@ -93,14 +93,6 @@ TEST(Http1RequestTest, MalformedAndOversizedRequestsAreRefused) {
   EXPECT_TRUE(req.ExpectsContinue());
 }
 
-TEST(GatewayTest, JsonValuesAreReadOneAtATime) {
-  EXPECT_EQ(FirstJsonValueLength(""), 0u);
-  EXPECT_EQ(FirstJsonValueLength(" \n "), 0u);
-  EXPECT_EQ(FirstJsonValueLength(R"( {"a":"}{\"x"} {"b":1})"), 14u);
-  EXPECT_EQ(FirstJsonValueLength(R"({"a":[1,{"b":2}]}x)"), 17u);
-  EXPECT_EQ(FirstJsonValueLength("{bad"), 4u) << "an unfinished value is all of it";
-}
-
 TEST(GatewayTest, ErrorsAreGrpcGatewaysBodiesAndStatuses) {
   EXPECT_EQ(
       GatewayErrorBody(Status(Code::kInvalidArgument, "a \"<b>\" & c\n")),
