@@ -106,6 +106,7 @@ void EventLoop::Adopt(Mailbox::Accepted a) {
   c->h2 = std::make_unique<H2Connection>(kMessagePrefixBytes + host.opts.max_request_message_bytes,
                                          std::move(h), pings);
   c->last_read = std::chrono::steady_clock::now();
+  c->events = EPOLLIN;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = c->id;
@@ -258,6 +259,15 @@ void EventLoop::DeliverMail() {
       MarkDirty(*it->second);
       continue;
     }
+    if (a.kind == Answered::kHttp1) {
+      Conn& c = *it->second;
+      bool stays_open = false;
+      if (c.http1_adapt) stays_open = c.http1_framing.Adapt(&a.framed);
+      c.out.append(a.framed);
+      Http1Answered(c, stays_open);
+      MarkDirty(c);
+      continue;
+    }
     H2Connection& h2 = *it->second->h2;
     switch (a.kind) {
       case Answered::kUnary:
@@ -275,9 +285,7 @@ void EventLoop::DeliverMail() {
         break;
       }
       case Answered::kHttp1:
-        it->second->out.append(a.framed);
-        it->second->close_after_out = true;
-        break;
+        break;  // above
     }
     MarkDirty(*it->second);
   }
@@ -301,6 +309,7 @@ void EventLoop::OnReadable(Conn& c) {
     // A short read emptied the socket; TLS hands over one record at a time, so it reads on
     // until it would block.
     if (!c.tls && static_cast<size_t>(n) < sizeof buf) break;
+    if (ReadPaused(c)) break;
   }
   MarkDirty(c);
 }
@@ -323,7 +332,8 @@ bool EventLoop::Take(Conn& c, const char* data, size_t n) {
     return Take(c, first.data(), first.size());
   }
   if (c.mode == Conn::Mode::kHttp1) {
-    if (!c.http1_asked) c.first.append(data, n);
+    // After the answer that closes, what the client sends is not read.
+    if (!c.close_after_out) c.first.append(data, n);
     OnHttp1(c);
     return true;
   }
@@ -336,8 +346,21 @@ bool EventLoop::Take(Conn& c, const char* data, size_t n) {
   return true;
 }
 
+// Unsent answers beyond which an HTTP/1.x connection takes no further request until the client
+// reads, and requests read ahead beyond which it is not read: a client that pipelines without
+// reading holds at most about this much of each.
+constexpr size_t kHttp1Backlog = 1 << 20;
+constexpr size_t kHttp1ReadAhead = 64 << 10;
+
+bool EventLoop::ReadPaused(const Conn& c) {
+  if (c.mode != Conn::Mode::kHttp1) return false;
+  if (c.close_after_out) return true;
+  const bool waiting = c.http1_asked || c.out.size() - c.out_sent > kHttp1Backlog;
+  return waiting && c.first.size() >= kHttp1ReadAhead;
+}
+
 void EventLoop::OnHttp1(Conn& c) {
-  if (c.http1_asked) return;  // one request per connection; what follows is ignored
+  if (c.http1_asked || c.close_after_out || c.out.size() - c.out_sent > kHttp1Backlog) return;
   Http1Request req;
   const Http1Context ctx{host.etcd, host.methods, host.opts.max_request_message_bytes,
                          host.opts.enable_grpc_gateway};
@@ -352,11 +375,28 @@ void EventLoop::OnHttp1(Conn& c) {
     return;
   }
   c.http1_asked = true;
+  c.http1_continued = false;
+  ++c.http1_seq;
   ++in_flight;
   auto answer = [mail = mail, conn = c.id](std::string response) {
     mail->Post({Answered::kHttp1, conn, 0, Status::Ok(), std::move(response)});
   };
-  if (p.result != Http1Parse::kComplete) return answer(Http1ParseError(p.result));
+  if (p.result != Http1Parse::kComplete) {
+    // Go's server writes these itself, as they are, and closes.
+    c.http1_adapt = false;
+    return answer(Http1ParseError(p.result));
+  }
+  c.first.erase(0, p.consumed);
+  c.http1_framing = {req.minor_version == 0, req.KeepAlive()};
+  c.http1_adapt = true;
+  if (req.minor_version >= 1) {
+    size_t hosts = 0;
+    for (const auto& [name, value] : req.headers) hosts += name == "host" ? 1 : 0;
+    if (hosts != 1) {
+      c.http1_adapt = false;
+      return answer(Http1HostError(hosts > 1));
+    }
+  }
   if (!c.metrics_only && ctx.gateway && GatewayStream::IsStreamPath(req.path)) {
     --in_flight;  // a stream, answered by its messages
     return OnGatewayStream(c, req);
@@ -364,41 +404,64 @@ void EventLoop::OnHttp1(Conn& c) {
   AnswerHttp1(ctx, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, req, std::move(answer));
 }
 
+void EventLoop::Http1Answered(Conn& c, bool stays_open) {
+  c.http1_asked = false;
+  c.gateway.reset();
+  c.gateway_head_sent = false;
+  if (!stays_open) {
+    c.close_after_out = true;
+    c.first.clear();
+    return;
+  }
+  OnHttp1(c);  // the next request, if the client sent it already
+}
+
 void EventLoop::OnGatewayStream(Conn& c, const Http1Request& req) {
-  // Its answers come through the mailbox like an HTTP/2 stream's (stream id 1, unused).
-  auto sink = std::make_shared<MailboxSink>(mail, c.id, 1);
+  // Its answers come through the mailbox like an HTTP/2 stream's, numbered by the request.
+  auto sink = std::make_shared<MailboxSink>(mail, c.id, c.http1_seq);
   GatewayAnswer refused;
   c.gateway = GatewayStream::Open(host.methods, req, std::move(sink), &refused);
-  if (!c.gateway) {
-    c.out.append(GatewayHttpResponse(refused));
-    c.close_after_out = true;
-  }
   MarkDirty(c);
+  if (!c.gateway) {
+    std::string response = GatewayHttpResponse(refused);
+    const bool stays_open = c.http1_framing.Adapt(&response);
+    c.out.append(response);
+    Http1Answered(c, stays_open);
+  }
 }
 
 void EventLoop::OnGatewayStreamAnswer(Conn& c, Answered& a) {
-  if (!c.gateway || c.close_after_out) {  // ended already
+  // Ended already, or an answer of an earlier request's stream.
+  if (!c.gateway || c.close_after_out || a.stream != c.http1_seq) {
     if (a.written) a.written(false);
     return;
   }
-  if (a.kind == Answered::kStreamMessage) {
-    if (!c.gateway_head_sent) c.out.append(GatewayStreamHead(200, /*answered=*/true));
+  const Http1Framing& framing = c.http1_framing;
+  // HTTP/1.0 has no chunks: the data goes bare, and the connection's end ends it.
+  auto data = [&](const std::string& line) {
+    c.out.append(framing.raw_body() ? line : Http1Chunk(line));
+  };
+  auto head = [&](int code, bool answered) {
+    std::string h = GatewayStreamHead(code, answered);
+    framing.Adapt(&h, /*head_only=*/true);
+    c.out.append(h);
     c.gateway_head_sent = true;
-    c.out.append(Http1Chunk(c.gateway->ResultLine(a.framed)));
+  };
+  if (a.kind == Answered::kStreamMessage) {
+    if (!c.gateway_head_sent) head(200, /*answered=*/true);
+    data(c.gateway->ResultLine(a.framed));
     // Taken: the socket's buffer and `out` hold what the client has not read yet.
     if (a.written) a.written(true);
     return;
   }
   // An error before any message sets the status, as grpc-gateway's stream error handler does.
   if (!c.gateway_head_sent) {
-    c.out.append(
-        GatewayStreamHead(a.st.ok() ? 200 : HttpStatusFromCode(a.st.code()), /*answered=*/false));
+    head(a.st.ok() ? 200 : HttpStatusFromCode(a.st.code()), /*answered=*/false);
   }
-  c.gateway_head_sent = true;
-  c.out.append(Http1Chunk(GatewayStream::EndLine(a.st)));
-  c.out.append("0\r\n\r\n");
-  c.close_after_out = true;
+  data(GatewayStream::EndLine(a.st));
+  if (!framing.raw_body()) c.out.append("0\r\n\r\n");
   c.gateway->Gone();
+  Http1Answered(c, !framing.raw_body() && framing.keep_alive);
 }
 
 // Bytes taken from a session per send: everything a round of answers produces fits, and a
@@ -423,15 +486,24 @@ void EventLoop::Flush(Conn& c) {
     c.out_sent += static_cast<size_t>(n);
   }
   // Waiting for the socket to take bytes; a TLS handshake may instead wait for the client's
-  // (the connection is always watched for reading, which flushes again).
+  // (the connection is watched for reading, which flushes again, unless it is paused).
   const bool want_out = c.out_sent < c.out.size() && (!c.tls || c.tls->wants_write());
   const bool finished =
       c.mode == Conn::Mode::kHttp2 ? c.h2->Finished() : c.close_after_out && c.out.empty();
   if (!want_out && finished) return Close(c.id);
-  if (want_out != c.waiting_out) {
-    c.waiting_out = want_out;
+  // An HTTP/1.x client that read its backlog of answers: its next request, if it sent one.
+  if (c.mode == Conn::Mode::kHttp1 && !c.http1_asked && !c.first.empty()) {
+    const size_t before = c.out.size();
+    OnHttp1(c);
+    if (c.out.size() != before) return Flush(c);
+  }
+  // TLS may need the client's bytes to send ours: read while it has some to send.
+  const bool read = !ReadPaused(c) || (c.tls && c.out_sent < c.out.size());
+  const uint32_t events = (read ? uint32_t{EPOLLIN} : 0u) | (want_out ? uint32_t{EPOLLOUT} : 0u);
+  if (events != c.events) {
+    c.events = events;
     epoll_event ev{};
-    ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
+    ev.events = events;
     ev.data.u64 = c.id;
     epoll_ctl(epfd, EPOLL_CTL_MOD, c.fd, &ev);
   }

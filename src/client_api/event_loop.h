@@ -19,6 +19,7 @@
 #include "etcdw/member/etcd_server.h"
 #include "gateway.h"
 #include "h2_connection.h"
+#include "http1_endpoints.h"
 #include "mailbox.h"
 #include "method_table.h"
 #include "tls_session.h"
@@ -58,21 +59,27 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   Mode mode = Mode::kSniffing;
-  std::string first;             // the bytes read while sniffing; HTTP/1.1: the request so far
-  bool metrics_only = false;     // a listen-metrics-url's: HTTP/1.1 only, its endpoints only
-  bool http1_asked = false;      // HTTP/1.1: its one request is being answered
-  bool http1_continued = false;  // HTTP/1.1: "100 Continue" sent
+  // The bytes read while sniffing; HTTP/1.x: those of requests not taken yet (pipelined ones).
+  std::string first;
+  bool metrics_only = false;  // a listen-metrics-url's: HTTP/1.1 only, its endpoints only
+  // HTTP/1.x, kept alive as Go's server keeps connections: one request at a time is answered
+  // (`http1_asked`), in order; the next is parsed once its answer is queued.
+  bool http1_asked = false;
+  bool http1_continued = false;  // "100 Continue" sent for the request being read
+  Http1Framing http1_framing;    // how the answer being made is framed for its request
+  bool http1_adapt = false;      // whether it is (Go writes its parse errors as they are)
+  int32_t http1_seq = 0;         // the request's number: its gateway stream's answers carry it
   // HTTP/1.1: a streaming gateway call (/v3/watch ...), and whether its answer's head is sent.
   std::unique_ptr<GatewayStream> gateway;
   bool gateway_head_sent = false;
-  bool close_after_out = false;     // HTTP/1.1: answered; close once `out` is sent
+  bool close_after_out = false;     // HTTP/1.x: answered; close once `out` is sent
   std::unique_ptr<TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.
   std::unordered_map<int32_t, std::unique_ptr<StreamCall>> calls;
   std::unique_ptr<H2Connection> h2;
   std::string out;  // bytes for the socket; those before out_sent are sent
   size_t out_sent = 0;
-  bool waiting_out = false;  // registered for EPOLLOUT
+  uint32_t events = 0;  // what epoll watches (EPOLLIN, EPOLLOUT)
   // Keepalive: when the client last sent anything, and our unanswered probe, if any.
   std::chrono::steady_clock::time_point last_read;
   std::chrono::steady_clock::time_point probe_sent{};
@@ -101,7 +108,15 @@ struct EventLoop {
   void OnReadable(Conn& c);
   // Takes `n` bytes the client sent; false when the connection was closed.
   bool Take(Conn& c, const char* data, size_t n);
+  // Parses and answers the HTTP/1.x request `c.first` starts with, if one is complete and none
+  // is being answered.
   void OnHttp1(Conn& c);
+  // The answer to the HTTP/1.x request is queued: the connection closes after it, or takes the
+  // next request.
+  void Http1Answered(Conn& c, bool stays_open);
+  // Whether the connection is not read for now: an HTTP/1.x client that sends requests ahead
+  // of reading the answers is held back once kHttp1ReadAhead bytes of them wait.
+  static bool ReadPaused(const Conn& c);
   // Opens the streaming gateway call `req` asks for, and writes its answers.
   void OnGatewayStream(Conn& c, const Http1Request& req);
   void OnGatewayStreamAnswer(Conn& c, Answered& a);

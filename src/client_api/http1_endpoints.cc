@@ -58,8 +58,6 @@ std::string Response(bool cors, int code, std::string_view reason, std::string_v
 }
 
 constexpr std::string_view kText = "text/plain; charset=utf-8";
-// What Go's server sets on the answers it writes itself (400, 431).
-constexpr std::string_view kTextHeader = "Content-Type: text/plain; charset=utf-8\r\n";
 // What Go's http.Error sets: plain text, not to be sniffed.
 constexpr std::string_view kErrorHeaders =
     "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n";
@@ -79,16 +77,83 @@ std::optional<Protocol> SniffProtocol(std::string_view first_bytes) {
   return std::nullopt;
 }
 
+namespace {
+
+// What Go's server writes itself for a request it cannot take, then closes: the status line,
+// plain-text headers without Date or Content-Length, and `why` again as the body.
+std::string GoServerError(std::string_view why) {
+  return "HTTP/1.1 " + std::string(why) +
+         "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
+         std::string(why);
+}
+
+}  // namespace
+
 std::string Http1ParseError(Http1Parse::Result why) {
-  if (why == Http1Parse::kHeadTooLarge) {
-    return Response(/*cors=*/false, 431, "Request Header Fields Too Large", kTextHeader,
-                    "431 Request Header Fields Too Large");
+  if (why == Http1Parse::kHeadTooLarge) return GoServerError("431 Request Header Fields Too Large");
+  // etcd reads any body; ours are bounded (Http1Context::MaxBody).
+  if (why == Http1Parse::kBodyTooLarge) return GoServerError("413 Request Entity Too Large");
+  return GoServerError("400 Bad Request");
+}
+
+std::string Http1HostError(bool several) {
+  // A badRequestError of Go's server: its text is in the status line and the body.
+  return GoServerError(several ? "400 Bad Request"
+                               : "400 Bad Request: missing required Host header");
+}
+
+namespace {
+
+// Removes the header line `line` (with its CRLF) from the head `head`; whether it was there.
+bool RemoveHeaderLine(std::string* head, std::string_view line) {
+  const size_t at = head->find(line);
+  if (at == std::string::npos) return false;
+  head->erase(at, line.size());
+  return true;
+}
+
+// The data of the chunked body `body` (our own chunks: well-formed), trailers left out.
+std::string Dechunked(std::string_view body) {
+  std::string out;
+  while (true) {
+    const size_t line_end = body.find("\r\n");
+    if (line_end == std::string_view::npos) break;
+    const size_t n = std::stoul(std::string(body.substr(0, line_end)), nullptr, 16);
+    if (n == 0 || body.size() < line_end + 2 + n) break;
+    out.append(body.substr(line_end + 2, n));
+    body.remove_prefix(line_end + 2 + n + 2);
   }
-  if (why == Http1Parse::kBodyTooLarge) {
-    return Response(/*cors=*/false, 413, "Request Entity Too Large", kTextHeader,
-                    "413 Request Entity Too Large");
+  return out;
+}
+
+}  // namespace
+
+bool Http1Framing::Adapt(std::string* response, bool head_only) const {
+  const size_t head_end = response->find("\r\n\r\n");
+  if (head_end == std::string::npos) return false;
+  std::string head = response->substr(0, head_end + 2);
+  std::string body = response->substr(head_end + 4);
+  constexpr std::string_view kClose = "Connection: close\r\n";
+  bool stays = false;
+  if (!http10) {
+    stays = keep_alive;
+    if (stays) RemoveHeaderLine(&head, kClose);
+  } else {
+    head.replace(0, 8, "HTTP/1.0");
+    if (RemoveHeaderLine(&head, "Transfer-Encoding: chunked\r\n")) {
+      // No chunks in HTTP/1.0: the data as it is, the end of the connection ending it.
+      RemoveHeaderLine(&head, kClose);
+      if (!head_only) body = Dechunked(body);
+    } else if (keep_alive) {
+      const size_t at = head.find(kClose);
+      if (at != std::string::npos) head.replace(at, kClose.size(), "Connection: keep-alive\r\n");
+      stays = true;
+    } else {
+      RemoveHeaderLine(&head, kClose);
+    }
   }
-  return Response(/*cors=*/false, 400, "Bad Request", kTextHeader, "400 Bad Request");
+  *response = head + "\r\n" + body;
+  return stays;
 }
 
 namespace {

@@ -3,7 +3,7 @@
 // GET /health, /livez and /readyz (health_checks.h), GET /version and /metrics
 // (server_metrics.h); on listen-metrics-urls, the health endpoints and /metrics only, without the
 // client port's CORS headers. Anything else is answered 404 as Go's HTTP server
-// does. One request per connection: the answer says "Connection: close".
+// does. Connections are kept alive as Go's server keeps them (Http1Framing).
 #pragma once
 
 #include <functional>
@@ -47,6 +47,26 @@ struct Http1Context {
 // The answer to a request that could not be parsed (`why`: 400, 413 or 431, as Go's server
 // writes them itself).
 std::string Http1ParseError(Http1Parse::Result why);
+
+// The answer to an HTTP/1.1 request without a Host header (Go's server refuses it) or with
+// several (`several`).
+std::string Http1HostError(bool several);
+
+// How an answer is framed for the request it answers, as Go's server frames it. The answers
+// made here (AnswerHttp1, GatewayHttpResponse, GatewayStreamHead) are laid out for an HTTP/1.1
+// client that closes: "HTTP/1.1", "Connection: close". Adapt rewrites one (or a stream's head)
+// for the request: HTTP/1.1 that keeps the connection: no Connection header; HTTP/1.0: status
+// line "HTTP/1.0", "Connection: keep-alive" where it asked for it and the length is known, and
+// a chunked body sent as its bare data (`raw_body`: a stream's chunks too), closing after it.
+struct Http1Framing {
+  bool http10 = false;      // the request was HTTP/1.0
+  bool keep_alive = false;  // the request lets the connection stay open
+  // Rewrites `response` (whole, or a stream's head when `head_only`); returns whether the
+  // connection stays open after it.
+  bool Adapt(std::string* response, bool head_only = false) const;
+  // HTTP/1.0 gets a chunked answer's data bare.
+  bool raw_body() const { return http10; }
+};
 
 // The interim answer to "Expect: 100-continue".
 constexpr std::string_view kHttp1Continue = "HTTP/1.1 100 Continue\r\n\r\n";

@@ -143,7 +143,7 @@ std::string AskGateway(int port, const std::string& request) {
 
 std::string Post(const std::string& path, const std::string& body,
                  const std::string& extra_headers = "") {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers +
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + extra_headers +
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
@@ -223,7 +223,7 @@ TEST_F(GatewayServerTest, ErrorsAnswerAsEtcdsGateway) {
   EXPECT_NE(r.find("Content-Length: "), std::string::npos) << r;
   EXPECT_NE(BodyOf(r).find(R"("code":3})"), std::string::npos) << r;
   // Routes answer POST only; unknown paths under /v3/ are grpc-gateway's 404.
-  r = AskGateway(port, "GET /v3/kv/range HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = AskGateway(port, "GET /v3/kv/range HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
   EXPECT_EQ(BodyOf(r), "Method Not Allowed\n");
   r = AskGateway(port, Post("/v3/kv/nothing", "{}"));
@@ -240,7 +240,9 @@ TEST_F(GatewayServerTest, ErrorsAnswerAsEtcdsGateway) {
             std::string::npos)
       << r.substr(0, 400);
   // A body beyond what any message could be is refused before it is read.
-  r = AskGateway(port, "POST /v3/kv/put HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n");
+  r = AskGateway(port,
+                 "POST /v3/kv/put HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: "
+                 "999999999\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
 }
 
@@ -283,7 +285,7 @@ TEST_F(GatewayServerTest, KeepaliveStreamAnswersEachMessageAsAResultLine) {
   r = AskGateway(port, Post("/v3/lease/keepalive", ""));
   EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
   EXPECT_EQ(BodyOf(r), "0\r\n\r\n");
-  r = AskGateway(port, "GET /v3/watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = AskGateway(port, "GET /v3/watch HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
 }
 

@@ -237,17 +237,17 @@ TEST_F(NativeRpcServerTest, Http1ClientsGetEtcdsHealthAndVersionEndpoints) {
   auto body = [](const std::string& response) {
     return response.substr(response.find("\r\n\r\n") + 4);
   };
-  std::string r = ask("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string r = ask("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
   EXPECT_EQ(body(r), R"({"health":"true"})");
-  r = ask("GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
   EXPECT_NE(r.find("Content-Type: application/json\r\n"), std::string::npos) << r;
   EXPECT_EQ(body(r), R"({"etcdserver":"3.5.27","etcdcluster":"3.5.0"})");
-  r = ask("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
   EXPECT_EQ(body(r), "404 page not found\n");
-  r = ask("POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  r = ask("POST /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
   r = ask("GARBAGE\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << r;
@@ -261,25 +261,25 @@ TEST_F(NativeRpcServerTest, Http1ClientsGetEtcdsHealthAndVersionEndpoints) {
   alarm.set_alarm(etcdserverpb::NOSPACE);
   etcdserverpb::AlarmResponse raised;
   ASSERT_TRUE(maintenance->Alarm(Ctx().get(), alarm, &raised).ok());
-  r = ask("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << r;
   EXPECT_NE(r.find("X-Content-Type-Options: nosniff\r\n"), std::string::npos) << r;
   EXPECT_EQ(body(r), "{\"health\":\"false\"}\n") << "etcd answers with http.Error";
-  r = ask("GET /health?exclude=NOSPACE HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET /health?exclude=NOSPACE HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
   // etcd 3.5's /livez and /readyz: NOSPACE is no corruption, the member is ready.
-  r = ask("GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET /readyz?verbose HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
   EXPECT_NE(r.find("Access-Control-Allow-Origin: *\r\n"), std::string::npos) << r;
   EXPECT_NE(r.find("Content-Type: text/plain; charset=utf-8\r\n"), std::string::npos) << r;
   EXPECT_EQ(body(r),
             "[+]data_corruption ok\n[+]serializable_read ok\n[+]linearizable_read ok\n"
             "[+]non_learner ok\nok\n");
-  r = ask("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(body(r), "ok\n");
-  r = ask("POST /livez HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  r = ask("POST /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << r;
-  r = ask("GET /livez/nonexistent HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = ask("GET /livez/nonexistent HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
   etcdserverpb::RangeRequest get;
   get.set_key("k");
@@ -299,7 +299,7 @@ TEST_F(NativeRpcServerTest, MetricsUrlServesLivezAndReadyz) {
     addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(1)));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     EXPECT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
     std::string got;
     EXPECT_TRUE(ReadUntilClosed(fd, &got));
