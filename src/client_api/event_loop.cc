@@ -48,16 +48,19 @@ Status Errno(const std::string& what) {
 
 // grpc-go's answer for a path ("/etcdserverpb.KV/Put") no method has.
 Status UnknownMethod(const MethodTable& methods, const std::string& path) {
-  const size_t slash = path.find('/', 1);
-  if (path.empty() || path[0] != '/' || slash == std::string::npos) {
+  // As grpc-go splits it: the service is what comes before the last '/' ("/v3/kv/range" names
+  // method "range" of service "v3/kv").
+  const std::string_view name = std::string_view(path).substr(path.rfind('/', 0) == 0 ? 1 : 0);
+  const size_t slash = name.rfind('/');
+  if (slash == std::string_view::npos) {
     return Status(Code::kUnimplemented, "malformed method name: \"" + path + "\"");
   }
-  const std::string service = path.substr(1, slash - 1);
+  const std::string service(name.substr(0, slash));
   if (!methods.HasService(service)) {
     return Status(Code::kUnimplemented, "unknown service " + service);
   }
-  return Status(Code::kUnimplemented,
-                "unknown method " + path.substr(slash + 1) + " for service " + service);
+  return Status(Code::kUnimplemented, "unknown method " + std::string(name.substr(slash + 1)) +
+                                          " for service " + service);
 }
 
 Status EventLoop::Init() {
@@ -95,6 +98,12 @@ void EventLoop::Adopt(Mailbox::Accepted a) {
     if (auto it = raw->calls.find(stream); it != raw->calls.end()) it->second->OnHalfClose();
   };
   h.on_stream_gone = [raw](int32_t stream) {
+    if (auto g = raw->h2_gateways.find(stream); g != raw->h2_gateways.end()) {
+      std::unique_ptr<GatewayStream> gone = std::move(g->second.stream);
+      raw->h2_gateways.erase(g);
+      gone->Gone();
+      return;
+    }
     auto it = raw->calls.find(stream);
     if (it == raw->calls.end()) return;
     std::unique_ptr<StreamCall> call = std::move(it->second);
@@ -124,6 +133,10 @@ void EventLoop::OnRequest(Conn& c, H2Connection::Request& req) {
   // plain-text HTTP/2 to its gRPC server alone, which refuses such a request.)
   if (c.tls && req.content_type.find("application/grpc") == std::string::npos) {
     return OnHttp2Plain(c, req);
+  }
+  if (!IsGrpcContentType(req.content_type)) {
+    c.h2->Refuse(req.stream);
+    return MarkDirty(c);
   }
   if (Status st = CheckHeaders(req); !st.ok()) return answer_now(st);
   const MethodTable::UnaryMethod* method = host.methods.Find(req.path);
@@ -217,8 +230,60 @@ void EventLoop::OnHttp2Plain(Conn& c, H2Connection::Request& req) {
   r.query = q == std::string::npos ? "" : req.path.substr(q + 1);
   r.headers = std::move(req.headers);
   r.body = std::move(req.body);
-  // Streams are served over HTTP/1.1 only: here a streaming route answers as an unknown method.
+  if (ctx.gateway && GatewayStream::IsStreamPath(r.path)) {
+    --in_flight;  // a stream, answered by its messages
+    return OnH2GatewayStream(c, req.stream, r);
+  }
   AnswerHttp1(ctx, HttpPort::kClient, r, std::move(answer));
+}
+
+void EventLoop::OnH2GatewayStream(Conn& c, int32_t stream, const Http1Request& req) {
+  MarkDirty(c);
+  auto sink = std::make_shared<MailboxSink>(mail, c.id, stream);
+  GatewayAnswer refused;
+  std::unique_ptr<GatewayStream> gs = GatewayStream::Open(host.methods, req, sink, &refused);
+  if (!gs) {
+    SplitResponse r = SplitHttp1Response(GatewayHttpResponse(refused));
+    return c.h2->RespondHttp(stream, r.status, r.headers, std::move(r.body));
+  }
+  // The client may reset the stream: on_stream_gone then ends the call.
+  c.h2->TrackGone(stream);
+  c.h2_gateways[stream].stream = std::move(gs);
+}
+
+bool EventLoop::OnH2GatewayAnswer(Conn& c, Answered& a) {
+  auto it = c.h2_gateways.find(a.stream);
+  if (it == c.h2_gateways.end()) return false;
+  Conn::H2Gateway& g = it->second;
+  auto head = [&](int code, bool answered) {
+    SplitResponse h = SplitHttp1Response(GatewayStreamHead(code, answered));
+    c.h2->StartHttp(a.stream, h.status, h.headers);
+    g.head_sent = true;
+  };
+  if (a.kind == Answered::kStreamMessage) {
+    if (!g.head_sent) head(200, /*answered=*/true);
+    // Written once the client's flow-control window took it: a slow reader holds the watch
+    // back, as over gRPC.
+    c.h2->Send(a.stream, g.stream->ResultLine(a.framed), std::move(a.written));
+    return true;
+  }
+  // An error before any message sets the status, as grpc-gateway's stream error handler does.
+  if (!g.head_sent) head(a.st.ok() ? 200 : HttpStatusFromCode(a.st.code()), /*answered=*/false);
+  if (std::string end = GatewayStream::EndLine(a.st); !end.empty()) {
+    c.h2->Send(a.stream, std::move(end));
+  }
+  c.h2->FinishHttp(a.stream);
+  std::unique_ptr<GatewayStream> ended = std::move(g.stream);
+  c.h2_gateways.erase(it);
+  ended->Gone();
+  return true;
+}
+
+bool EventLoop::IsGrpcContentType(const std::string& content_type) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (content_type.rfind(kGrpc, 0) != 0) return false;
+  return content_type.size() == kGrpc.size() || content_type[kGrpc.size()] == '+' ||
+         content_type[kGrpc.size()] == ';';
 }
 
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
@@ -234,6 +299,7 @@ Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
 
 void EventLoop::OnStreamOpen(Conn& c, H2Connection::Request& req) {
   MarkDirty(c);
+  if (!IsGrpcContentType(req.content_type)) return c.h2->Refuse(req.stream);
   if (Status st = CheckHeaders(req); !st.ok()) return c.h2->Finish(req.stream, st);
   const MethodTable::OpenStream* open = host.methods.FindStream(req.path);
   auto sink = std::make_shared<MailboxSink>(mail, c.id, req.stream);
@@ -266,6 +332,11 @@ void EventLoop::DeliverMail() {
       c.out.append(a.framed);
       Http1Answered(c, stays_open);
       MarkDirty(c);
+      continue;
+    }
+    if ((a.kind == Answered::kStreamMessage || a.kind == Answered::kStreamEnd) &&
+        OnH2GatewayAnswer(*it->second, a)) {
+      MarkDirty(*it->second);
       continue;
     }
     H2Connection& h2 = *it->second->h2;

@@ -76,6 +76,12 @@ struct Conn {
   std::unique_ptr<TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.
   std::unordered_map<int32_t, std::unique_ptr<StreamCall>> calls;
+  // HTTP/2 over TLS: streaming gateway calls by stream, and whether their answer's head is sent.
+  struct H2Gateway {
+    std::unique_ptr<GatewayStream> stream;
+    bool head_sent = false;
+  };
+  std::unordered_map<int32_t, H2Gateway> h2_gateways;
   std::unique_ptr<H2Connection> h2;
   std::string out;  // bytes for the socket; those before out_sent are sent
   size_t out_sent = 0;
@@ -124,7 +130,15 @@ struct EventLoop {
   void OnStreamOpen(Conn& c, H2Connection::Request& req);
   // An HTTP/2 request that is not gRPC: the HTTP handlers answer it.
   void OnHttp2Plain(Conn& c, H2Connection::Request& req);
-  // Checks every request's headers; an error is the answer.
+  // A streaming gateway call over HTTP/2 (`req`, on stream `stream`), and its answers: the
+  // lines grpc-gateway writes, as the DATA of a plain HTTP answer. False: `a` is not one's.
+  void OnH2GatewayStream(Conn& c, int32_t stream, const Http1Request& req);
+  bool OnH2GatewayAnswer(Conn& c, Answered& a);
+  // Whether the request's content-type is gRPC's ("application/grpc", or followed by '+' or
+  // ';'), as grpc-go 1.26 (etcd 3.4.23's) checks it; it resets other requests' streams with
+  // PROTOCOL_ERROR.
+  static bool IsGrpcContentType(const std::string& content_type);
+  // Checks every gRPC request's headers; an error is the answer.
   static Status CheckHeaders(const H2Connection::Request& req);
   void DeliverMail();
   // Answers DEADLINE_EXCEEDED for the unary calls whose grpc-timeout passed before their answer.

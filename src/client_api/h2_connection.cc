@@ -182,7 +182,7 @@ struct H2Callbacks {
     H2Connection& c = Conn(user);
     auto it = c.streams_.find(stream);
     if (it == c.streams_.end()) return 0;
-    const bool streaming = it->second.streaming;
+    const bool streaming = it->second.streaming || it->second.track_gone;
     for (auto& o : it->second.outbound) {
       if (o.written) c.written_.emplace_back(std::move(o.written), false);
     }
@@ -341,9 +341,40 @@ void H2Connection::RespondHttp(int32_t stream, const std::string& status,
   auto it = streams_.find(stream);
   if (it == streams_.end() || it->second.finish || it->second.headers_submitted) return;
   Stream& st = it->second;
-  st.plain = true;
   st.finish = Status::Ok();
   if (!body.empty()) st.outbound.push_back({std::move(body), nullptr});
+  SubmitHttpHeaders(stream, st, status, headers);
+}
+
+void H2Connection::StartHttp(int32_t stream, const std::string& status,
+                             const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second.finish || it->second.headers_submitted) return;
+  SubmitHttpHeaders(stream, it->second, status, headers);
+}
+
+void H2Connection::FinishHttp(int32_t stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second.finish || !it->second.plain) return;
+  it->second.finish = Status::Ok();
+  ResumeIfDeferred(stream, it->second);
+}
+
+void H2Connection::Refuse(int32_t stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second.finish) return;
+  it->second.finish = Status::Ok();  // nothing more is answered on it
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, NGHTTP2_PROTOCOL_ERROR);
+}
+
+void H2Connection::TrackGone(int32_t stream) {
+  if (auto it = streams_.find(stream); it != streams_.end()) it->second.track_gone = true;
+}
+
+void H2Connection::SubmitHttpHeaders(
+    int32_t stream, Stream& st, const std::string& status,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  st.plain = true;
   // nghttp2 copies the names and values when the response is submitted.
   std::vector<nghttp2_nv> nv;
   nv.push_back(Header(":status", status));

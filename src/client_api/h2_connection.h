@@ -84,6 +84,17 @@ class H2Connection {
   void RespondHttp(int32_t stream, const std::string& status,
                    const std::vector<std::pair<std::string, std::string>>& headers,
                    std::string body);
+  // A plain HTTP answer whose body follows in parts (a gateway stream over HTTP/2): `status`
+  // and `headers` now, then Send's bytes as DATA as they come, then FinishHttp's END_STREAM (no
+  // trailers). Ignored when gone.
+  void StartHttp(int32_t stream, const std::string& status,
+                 const std::vector<std::pair<std::string, std::string>>& headers);
+  void FinishHttp(int32_t stream);
+  // Reports the end of the (unary) stream `stream` through on_stream_gone, as a streaming
+  // call's is: the caller serves it as a stream of its own (a gateway stream).
+  void TrackGone(int32_t stream);
+  // Resets the stream with PROTOCOL_ERROR (what grpc-go does with a request that is not gRPC).
+  void Refuse(int32_t stream);
   // A stream's answer messages, then its end (grpc-status from `st`). Ignored when gone (then
   // `written` is told false at once). `written` is called on this connection's thread, never
   // from inside nghttp2: at the end of the Feed or Drain that sent (or dropped) the message.
@@ -115,11 +126,15 @@ class H2Connection {
     bool headers_submitted = false;
     bool deferred = false;  // the data source ran dry; resume when more is queued
     std::optional<Status> finish;
-    bool plain = false;  // answered by RespondHttp
+    bool plain = false;       // answered by RespondHttp or StartHttp
+    bool track_gone = false;  // TrackGone: its end goes to on_stream_gone
   };
   friend struct H2Callbacks;
 
   void SubmitHeaders(int32_t stream, Stream& st);
+  // Submits a plain HTTP answer's headers, its body to come from the stream's queue.
+  void SubmitHttpHeaders(int32_t stream, Stream& st, const std::string& status,
+                         const std::vector<std::pair<std::string, std::string>>& headers);
   void ResumeIfDeferred(int32_t stream, Stream& st);
   // A PING from the client, checked against the policy.
   void OnClientPing();

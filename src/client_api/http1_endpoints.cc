@@ -239,6 +239,8 @@ SplitResponse SplitHttp1Response(std::string_view response) {
   size_t eol = head.find("\r\n");
   out.status = std::string(head.substr(9, 3));  // "HTTP/1.1 200 OK"
   bool chunked = false;
+  std::string date;
+  std::string length;
   while (eol != std::string_view::npos) {
     head.remove_prefix(eol + 2);
     eol = head.find("\r\n");
@@ -250,12 +252,17 @@ SplitResponse SplitHttp1Response(std::string_view response) {
     std::string value(line.substr(colon + 1));
     value.erase(0, value.find_first_not_of(' '));
     if (name == "transfer-encoding") chunked = true;
-    if (name == "connection" || name == "transfer-encoding" || name == "trailer" ||
-        name == "content-length") {
-      continue;
+    if (name == "date") {
+      date = std::move(value);
+    } else if (name == "content-length") {
+      length = std::move(value);
+    } else if (name != "connection" && name != "transfer-encoding" && name != "trailer") {
+      out.headers.emplace_back(std::move(name), std::move(value));
     }
-    out.headers.emplace_back(std::move(name), std::move(value));
   }
+  // Go's HTTP/2 server writes the length it knows and the date last.
+  if (!length.empty()) out.headers.emplace_back("content-length", std::move(length));
+  if (!date.empty()) out.headers.emplace_back("date", std::move(date));
   if (!chunked) {
     out.body = std::string(body);
     return out;

@@ -81,8 +81,9 @@ std::string GatewayStreamHead(int code, bool answered);
 std::string Http1Chunk(std::string_view data);
 
 // An answer of AnswerHttp1 taken apart for HTTP/2: the status code, the headers (names
-// lower-case, without HTTP/1's connection-level Connection, Transfer-Encoding, Trailer and
-// Content-Length), and the body, de-chunked.
+// lower-case, without HTTP/1's connection-level Connection, Transfer-Encoding and Trailer; as Go's
+// HTTP/2 server orders them: the handler's, then Content-Length when known, then Date), and the
+// body, de-chunked.
 struct SplitResponse {
   std::string status;
   std::vector<std::pair<std::string, std::string>> headers;

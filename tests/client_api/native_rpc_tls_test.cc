@@ -236,6 +236,46 @@ TEST_F(NativeRpcTlsTest, GatewayAndHealthServeHttp2ClientsOverTls) {
   EXPECT_TRUE(TryPut(*TlsKv("client")).ok());
 }
 
+// The gateway's streams over HTTP/2 (TLS, h2 by ALPN), as etcd's Go server runs them there: a
+// plain HTTP answer whose DATA are grpc-gateway's lines; a keepalive ends once answered, a
+// watch stays until the client leaves, a first message that does not parse is 500 code 2.
+TEST_F(NativeRpcTlsTest, GatewayStreamsServeHttp2ClientsOverTls) {
+  StartNative(TlsOptions(/*client_cert_auth=*/true));
+  const std::string url = "https://127.0.0.1:" + std::to_string(native_->ports().at(0));
+  const std::string curl = "curl -s -N --http2 -w ' HTTP/%{http_version} %{http_code}' --cacert " +
+                           certs_.Crt("ca") + " --cert " + certs_.Crt("client") + " --key " +
+                           certs_.Key("client");
+  Output(curl + " --max-time 10 " + url + "/v3/lease/grant -d '{\"TTL\":30,\"ID\":\"6\"}'");
+  std::string got = Output(curl + " --max-time 10 " + url +
+                           "/v3/lease/keepalive -d '{\"ID\":\"6\"} {\"ID\":\"7\"}'");
+  EXPECT_NE(got.find(R"("ID":"6","TTL":"30"}})"
+                     "\n"),
+            std::string::npos)
+      << got;
+  EXPECT_NE(got.find(R"("ID":"7"}})"
+                     "\n HTTP/2 200"),
+            std::string::npos)
+      << got;
+  // The watch runs until curl gives up (3 s); a put through the gateway meanwhile.
+  got = Output("(" + curl + " --max-time 3 " + url +
+               "/v3/watch -d '{\"create_request\":{\"key\":\"dw==\"}}' & sleep 1; " + curl +
+               " --max-time 10 -o /dev/null " + url +
+               "/v3/kv/put -d '{\"key\":\"dw==\",\"value\":\"dg==\"}'; wait)");
+  EXPECT_NE(got.find(R"("created":true}})"
+                     "\n"),
+            std::string::npos)
+      << got;
+  EXPECT_NE(got.find(R"("events":[{"kv":{"key":"dw==")"), std::string::npos) << got;
+  EXPECT_NE(got.find(" HTTP/2 200"), std::string::npos) << got;
+  got = Output(curl + " --max-time 10 " + url + "/v3/watch -d '{bad'");
+  EXPECT_EQ(got, R"({"error":"invalid character 'b' looking for beginning of object key string",)"
+                 R"("message":"invalid character 'b' looking for beginning of object key string",)"
+                 R"("code":2} HTTP/2 500)");
+  // Cancelled by the client (curl gives up): the server's watch goes with the stream.
+  Output(curl + " --max-time 1 " + url + "/v3/watch -d '{\"create_request\":{\"key\":\"eA==\"}}'");
+  EXPECT_TRUE(TryPut(*TlsKv("client")).ok());
+}
+
 TEST_F(NativeRpcTlsTest, UnusableTlsFilesAreRefusedAtStartWithTheSettingsName) {
   NativeRpcOptions o = TlsOptions(true);
   o.tls.cert_file = certs_.File("missing.crt");
