@@ -422,6 +422,9 @@ bool EventLoop::Take(Conn& c, const char* data, size_t n) {
 // reading holds at most about this much of each.
 constexpr size_t kHttp1Backlog = 1 << 20;
 constexpr size_t kHttp1ReadAhead = 64 << 10;
+// Unsent bytes up to which a gateway stream's message counts as written at once (beyond, it is
+// parked: Conn::http1_parked).
+constexpr size_t kHttp1StreamBacklog = 256 << 10;
 
 bool EventLoop::ReadPaused(const Conn& c) {
   if (c.mode != Conn::Mode::kHttp1) return false;
@@ -476,6 +479,11 @@ void EventLoop::OnHttp1(Conn& c) {
 }
 
 void EventLoop::Http1Answered(Conn& c, bool stays_open) {
+  if (c.http1_parked) {  // in `out`, to be sent before the connection closes or goes on
+    Written parked = std::move(c.http1_parked);
+    c.http1_parked = nullptr;
+    parked(true);
+  }
   c.http1_asked = false;
   c.gateway.reset();
   c.gateway_head_sent = false;
@@ -521,8 +529,14 @@ void EventLoop::OnGatewayStreamAnswer(Conn& c, Answered& a) {
   if (a.kind == Answered::kStreamMessage) {
     if (!c.gateway_head_sent) head(200, /*answered=*/true);
     data(c.gateway->ResultLine(a.framed));
-    // Taken: the socket's buffer and `out` hold what the client has not read yet.
-    if (a.written) a.written(true);
+    // Written once the client has read all but kHttp1StreamBacklog of what waits for it.
+    if (a.written) {
+      if (c.out.size() - c.out_sent <= kHttp1StreamBacklog) {
+        a.written(true);
+      } else {
+        c.http1_parked = std::move(a.written);
+      }
+    }
     return;
   }
   // An error before any message sets the status, as grpc-gateway's stream error handler does.
@@ -556,6 +570,12 @@ void EventLoop::Flush(Conn& c) {
     if (n == kClosed) return Close(c.id);
     c.out_sent += static_cast<size_t>(n);
   }
+  // The client read enough of a gateway stream: its producer may send the next message.
+  if (c.http1_parked && c.out.size() - c.out_sent <= kHttp1StreamBacklog) {
+    Written parked = std::move(c.http1_parked);
+    c.http1_parked = nullptr;
+    parked(true);
+  }
   // Waiting for the socket to take bytes; a TLS handshake may instead wait for the client's
   // (the connection is watched for reading, which flushes again, unless it is paused).
   const bool want_out = c.out_sent < c.out.size() && (!c.tls || c.tls->wants_write());
@@ -587,7 +607,9 @@ void EventLoop::Close(uint64_t id) {
   epoll_ctl(epfd, EPOLL_CTL_DEL, it->second->fd, nullptr);
   close(it->second->fd);
   dirty.erase(std::remove(dirty.begin(), dirty.end(), it->second.get()), dirty.end());
+  Written parked = std::move(it->second->http1_parked);
   conns.erase(it);
+  if (parked) parked(false);  // never sent
 }
 
 std::chrono::milliseconds EventLoop::KeepalivePeriod() const {

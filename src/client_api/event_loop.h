@@ -72,7 +72,12 @@ struct Conn {
   // HTTP/1.1: a streaming gateway call (/v3/watch ...), and whether its answer's head is sent.
   std::unique_ptr<GatewayStream> gateway;
   bool gateway_head_sent = false;
-  bool close_after_out = false;     // HTTP/1.x: answered; close once `out` is sent
+  bool close_after_out = false;  // HTTP/1.x: answered; close once `out` is sent
+  // HTTP/1.x: the gateway stream's last message, when more than kHttp1StreamBacklog bytes were
+  // waiting for the client: told written once they fall to that. Its producer (a watch) sends
+  // no more until then, so a slow reader's watchers fall back to catching up from history
+  // instead of the connection buffering without bound.
+  Written http1_parked;
   std::unique_ptr<TlsSession> tls;  // https listeners' connections
   // Open streams' calls; told OnGone before the connection goes.
   std::unordered_map<int32_t, std::unique_ptr<StreamCall>> calls;

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "client_api/http1_request.h"
+#include "etcdw/member/server_metrics.h"
 #include "native_rpc_fixture.h"
 
 namespace etcdw::client_api {
@@ -325,6 +328,67 @@ TEST_F(GatewayServerTest, WatchStreamsEventsUntilTheClientLeaves) {
   close(fd);
   // The server drops the watcher with the connection and serves on.
   ASSERT_TRUE(Put(*kv_, "foo", "baz").ok());
+}
+
+// A watch's client that does not read: the connection holds only so much of its answers
+// (kHttp1StreamBacklog), so the watcher falls behind into catching up from history (etcd's
+// "slow watcher") instead of the server buffering every event; once the client reads, every
+// event arrives, in order.
+TEST_F(GatewayServerTest, SlowWatchReaderHoldsItsWatcherBackWithoutLosingEvents) {
+  StartNative();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  // Keys "sl..." (from "sl" to "sm").
+  const std::string req =
+      Post("/v3/watch", R"({"create_request":{"key":"c2w=","range_end":"c20="}})");
+  ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[65536];
+  while (got.find(R"("created":true}})") == std::string::npos) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  // About 20 MB of values (27 MB as the watch's JSON), far more than the socket buffers and
+  // the stream's queue (4 MiB) hold.
+  constexpr int kPuts = 300;
+  const std::string value(64 << 10, 'v');
+  for (int i = 0; i < kPuts; ++i) {
+    ASSERT_TRUE(Put(*kv_, "sl" + std::to_string(1000 + i), value).ok()) << i;
+  }
+  bool slow = false;
+  for (int i = 0; i < 200 && !slow; ++i) {
+    slow = member::MetricsText(*server_).find("etcd_debugging_mvcc_slow_watcher_total 1") !=
+           std::string::npos;
+    if (!slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(slow) << "the watcher waits for its client, in history";
+  // Every event, in order: revisions 2 .. kPuts + 1.
+  std::vector<int64_t> revisions;
+  size_t scanned = 0;
+  while (revisions.size() < static_cast<size_t>(kPuts)) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+    // Whole lines only: an event's kv carries "mod_revision" (the header has "revision").
+    const size_t line_end = got.rfind('\n');
+    for (size_t at = got.find("\"mod_revision\":\"", scanned);
+         at != std::string::npos && at < line_end; at = got.find("\"mod_revision\":\"", at + 1)) {
+      revisions.push_back(std::stoll(got.substr(at + 16)));
+    }
+    if (line_end != std::string::npos) scanned = std::max(scanned, line_end);
+  }
+  close(fd);
+  ASSERT_EQ(revisions.size(), static_cast<size_t>(kPuts));
+  for (int i = 0; i < kPuts; ++i) EXPECT_EQ(revisions[i], i + 2) << i;
 }
 
 // A watch's client says nothing after its request: the keepalive check that closes silent
