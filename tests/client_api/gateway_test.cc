@@ -330,6 +330,50 @@ TEST_F(GatewayServerTest, WatchStreamsEventsUntilTheClientLeaves) {
   ASSERT_TRUE(Put(*kv_, "foo", "baz").ok());
 }
 
+// A client that pipelines thousands of requests without reading the answers: the server stops
+// reading it while answers pile up (kHttp1Backlog, kHttp1ReadAhead), and goes on as it reads;
+// every request is answered, in order, and "Connection: close" on the last one closes.
+TEST_F(GatewayServerTest, PipelinedRequestsFromAClientThatDoesNotReadAreAllAnswered) {
+  StartNative();
+  // A small receive buffer: the answers wait in the server, not in the client's kernel.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  constexpr int kRequests = 20000;  // about 7 MB of answers
+  std::string all;
+  for (int i = 0; i < kRequests; ++i) {
+    all += "GET /version?n=" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n" +
+           (i + 1 == kRequests ? "Connection: close\r\n" : "") + "\r\n";
+  }
+  // Sent from another thread: the server stops reading until this one reads.
+  std::thread sender([&] {
+    for (size_t at = 0; at < all.size();) {
+      const ssize_t n = send(fd, all.data() + at, all.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      at += static_cast<size_t>(n);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // answers pile up meanwhile
+  std::string got;
+  const bool closed = ReadUntilClosed(fd, &got);
+  sender.join();
+  close(fd);
+  EXPECT_TRUE(closed);
+  size_t answers = 0;
+  for (size_t at = got.find("HTTP/1.1 200 OK\r\n"); at != std::string::npos;
+       at = got.find("HTTP/1.1 200 OK\r\n", at + 1)) {
+    ++answers;
+  }
+  EXPECT_EQ(answers, static_cast<size_t>(kRequests));
+  EXPECT_EQ(got.find("Connection: close"), got.rfind("Connection: close")) << "the last only";
+  EXPECT_NE(got.rfind("Connection: close"), std::string::npos);
+}
+
 // A watch's client that does not read: the connection holds only so much of its answers
 // (kHttp1StreamBacklog), so the watcher falls behind into catching up from history (etcd's
 // "slow watcher") instead of the server buffering every event; once the client reads, every
