@@ -287,10 +287,6 @@ bool EventLoop::IsGrpcContentType(const std::string& content_type) {
 }
 
 Status EventLoop::CheckHeaders(const H2Connection::Request& req) {
-  if (req.content_type.rfind("application/grpc", 0) != 0) {
-    return Status(Code::kInternal,
-                  "invalid gRPC request content-type \"" + req.content_type + "\"");
-  }
   if (!req.encoding.empty() && req.encoding != "identity") {
     return UnsupportedEncoding(req.encoding);
   }
@@ -478,7 +474,7 @@ void EventLoop::OnHttp1(Conn& c) {
   AnswerHttp1(ctx, c.metrics_only ? HttpPort::kMetrics : HttpPort::kClient, req, std::move(answer));
 }
 
-void EventLoop::Http1Answered(Conn& c, bool stays_open) {
+void EventLoop::Http1Answered(Conn& c, bool stays_open, bool take_next) {
   if (c.http1_parked) {  // in `out`, to be sent before the connection closes or goes on
     Written parked = std::move(c.http1_parked);
     c.http1_parked = nullptr;
@@ -492,7 +488,7 @@ void EventLoop::Http1Answered(Conn& c, bool stays_open) {
     c.first.clear();
     return;
   }
-  OnHttp1(c);  // the next request, if the client sent it already
+  if (take_next) OnHttp1(c);  // the next request, if the client sent it already
 }
 
 void EventLoop::OnGatewayStream(Conn& c, const Http1Request& req) {
@@ -505,7 +501,8 @@ void EventLoop::OnGatewayStream(Conn& c, const Http1Request& req) {
     std::string response = GatewayHttpResponse(refused);
     const bool stays_open = c.http1_framing.Adapt(&response);
     c.out.append(response);
-    Http1Answered(c, stays_open);
+    // Answered inside OnHttp1: Flush takes the next request (a loop, not a recursion).
+    Http1Answered(c, stays_open, /*take_next=*/false);
   }
 }
 
@@ -582,11 +579,17 @@ void EventLoop::Flush(Conn& c) {
   const bool finished =
       c.mode == Conn::Mode::kHttp2 ? c.h2->Finished() : c.close_after_out && c.out.empty();
   if (!want_out && finished) return Close(c.id);
-  // An HTTP/1.x client that read its backlog of answers: its next request, if it sent one.
-  if (c.mode == Conn::Mode::kHttp1 && !c.http1_asked && !c.first.empty()) {
-    const size_t before = c.out.size();
-    OnHttp1(c);
-    if (c.out.size() != before) return Flush(c);
+  // An HTTP/1.x client that read its backlog of answers: its next requests, if it sent them
+  // (those answered at once, one after the other), then what they added is sent.
+  if (c.mode == Conn::Mode::kHttp1) {
+    bool took = false;
+    while (!c.http1_asked && !c.close_after_out && !c.first.empty()) {
+      const int32_t seq = c.http1_seq;
+      OnHttp1(c);
+      if (c.http1_seq == seq) break;  // not complete yet, or held back
+      took = true;
+    }
+    if (took && c.out_sent < c.out.size()) return Flush(c);
   }
   // TLS may need the client's bytes to send ours: read while it has some to send.
   const bool read = !ReadPaused(c) || (c.tls && c.out_sent < c.out.size());

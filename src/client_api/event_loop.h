@@ -123,8 +123,8 @@ struct EventLoop {
   // is being answered.
   void OnHttp1(Conn& c);
   // The answer to the HTTP/1.x request is queued: the connection closes after it, or takes the
-  // next request.
-  void Http1Answered(Conn& c, bool stays_open);
+  // next request (now when `take_next`, else at its next Flush).
+  void Http1Answered(Conn& c, bool stays_open, bool take_next = true);
   // Whether the connection is not read for now: an HTTP/1.x client that sends requests ahead
   // of reading the answers is held back once kHttp1ReadAhead bytes of them wait.
   static bool ReadPaused(const Conn& c);
@@ -143,7 +143,8 @@ struct EventLoop {
   // ';'), as grpc-go 1.26 (etcd 3.4.23's) checks it; it resets other requests' streams with
   // PROTOCOL_ERROR.
   static bool IsGrpcContentType(const std::string& content_type);
-  // Checks every gRPC request's headers; an error is the answer.
+  // Checks the headers of a gRPC request (IsGrpcContentType): its grpc-encoding; an error is
+  // the answer.
   static Status CheckHeaders(const H2Connection::Request& req);
   void DeliverMail();
   // Answers DEADLINE_EXCEEDED for the unary calls whose grpc-timeout passed before their answer.
