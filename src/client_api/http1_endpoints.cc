@@ -91,6 +91,10 @@ std::string GoServerError(std::string_view why) {
 
 std::string Http1ParseError(Http1Parse::Result why) {
   if (why == Http1Parse::kHeadTooLarge) return GoServerError("431 Request Header Fields Too Large");
+  if (why == Http1Parse::kUnsupportedTransferEncoding) {
+    return "HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "Connection: close\r\n\r\nUnsupported transfer encoding";
+  }
   // etcd reads any body; ours are bounded (Http1Context::MaxBody).
   if (why == Http1Parse::kBodyTooLarge) return GoServerError("413 Request Entity Too Large");
   return GoServerError("400 Bad Request");

@@ -160,7 +160,7 @@ Http1Parse ParseHttp1Request(std::string_view in, size_t max_head, size_t max_bo
   if (const std::string* te = out->Header("transfer-encoding")) {
     // Only chunked is understood (and a body coded otherwise cannot be framed).
     if (Lower(Trim(*te)) != "chunked") {
-      p.result = Http1Parse::kBadRequest;
+      p.result = Http1Parse::kUnsupportedTransferEncoding;
       return p;
     }
     size_t used = 0;
@@ -169,7 +169,15 @@ Http1Parse ParseHttp1Request(std::string_view in, size_t max_head, size_t max_bo
     return p;
   }
   size_t length = 0;
-  if (const std::string* cl = out->Header("content-length")) {
+  // Several Content-Length headers must agree (as Go's server checks them).
+  const std::string* first_length = out->Header("content-length");
+  for (const auto& [name, value] : out->headers) {
+    if (name == "content-length" && Trim(value) != Trim(*first_length)) {
+      p.result = Http1Parse::kBadRequest;
+      return p;
+    }
+  }
+  if (const std::string* cl = first_length) {
     const auto n = ParseSize(*cl, 10);
     if (!n) {
       p.result = Http1Parse::kBadRequest;

@@ -36,6 +36,7 @@ struct Http1Parse {
     kBadRequest,    // malformed: 400
     kHeadTooLarge,  // the head exceeds the limit: 431
     kBodyTooLarge,  // the body exceeds the limit: 413
+    kUnsupportedTransferEncoding,  // a transfer coding other than chunked alone: 501
   };
   Result result = kIncomplete;
   size_t consumed = 0;

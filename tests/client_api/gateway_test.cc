@@ -74,11 +74,17 @@ TEST(Http1RequestTest, MalformedAndOversizedRequestsAreRefused) {
        {"GARBAGE\r\n\r\n", "GET /a HTTP/2.0\r\n\r\n", "GET /a\r\n\r\n",
         "GET /a HTTP/1.1\r\nNo colon\r\n\r\n", "POST /a HTTP/1.1\r\nContent-Length: x\r\n\r\n",
         "POST /a HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-        "POST /a HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "POST /a HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
         "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"}) {
     EXPECT_EQ(ParseAll(bad, &req).result, Http1Parse::kBadRequest) << bad;
   }
+  EXPECT_EQ(ParseAll("POST /a HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", &req).result,
+            Http1Parse::kUnsupportedTransferEncoding);
+  EXPECT_EQ(ParseAll("POST /a HTTP/1.1\r\nContent-Length: 2\r\nContent-Length:  2\r\n\r\n{}", &req)
+                .result,
+            Http1Parse::kComplete)
+      << "several Content-Length headers that agree";
   EXPECT_EQ(ParseAll("GET /a HTTP/1.1\r\nX: " + std::string(9000, 'x'), &req).result,
             Http1Parse::kHeadTooLarge)
       << "refused before the head ends";

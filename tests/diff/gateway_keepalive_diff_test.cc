@@ -248,6 +248,14 @@ TEST_F(DiffTest, GatewayHttp10AndHostRulesLikeEtcds) {
       {"GET /version HTTP/1.1\r\n\r\n"},
       {"POST /v3/kv/range HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"},
       {"GET /version HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"},
+      // Requests Go's server refuses itself.
+      {"POST /v3/kv/range HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"},
+      {"POST /v3/kv/range HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n"
+       "\r\n{}"},
+      {"POST /v3/kv/range HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n"
+       "\r\n{}",
+       HttpGet("/health", "Connection: close\r\n")},
+      {"GET /version HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"},
       {HttpGet("/version", "Connection: close\r\n")},
   };
   for (const auto& conversation : conversations) {
