@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "etcdw/common/go_json.h"
-#include "go_json.h"
+#include "go_json_decode.h"
 #include "grpc_wire.h"
 #include "jsonpb_decode.h"
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <optional>
 
-#include "go_json.h"
+#include "go_json_decode.h"
 
 namespace etcdw::client_api {
 

@@ -1,6 +1,6 @@
 // Go's encoding/json and golang/protobuf 1.3's jsonpb as the gateway reproduces them. The
 // expected texts are those etcd 3.4.23's gateway answered with for the same bodies.
-#include "client_api/go_json.h"
+#include "client_api/go_json_decode.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "go_json.h"
+#include "go_json_decode.h"
 
 #include <cstdint>
 #include <cstdio>
