@@ -15,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   # HTTP/2 for the client API server (src/client_api)
   libnghttp2-dev
-  # bcrypt password hashes for authentication (src/member/password_hash.cc)
+  # bcrypt password hashes for authentication (src/common/password_hash.cc)
   libcrypt-dev
   # the binaries' memory allocator (docs/performance.md)
   libjemalloc-dev

@@ -21,6 +21,7 @@
 #include "etcd_data_dir.h"
 #include "etcd_entries.h"
 #include "etcdw/cluster/membership.h"
+#include "etcdw/common/password_hash.h"
 #include "etcdw/data_dir/data_dir.h"
 #include "etcdw/mvcc/key_index.h"
 #include "etcdw/mvcc/revision.h"
@@ -223,15 +224,15 @@ DataDirCheck CheckEtcdDataDir(const std::string& dir, bool full) {
     rev = std::max(rev, r->rev.main);
     return Status::Ok();
   });
-  // What the takeover will refuse (auth) is etcd's valid data all the same: reported, never
-  // called corrupt, which would have the sidecar replace it.
+  // What the takeover will refuse (a name our requests cannot hold) is etcd's valid data all the
+  // same: reported, never called corrupt, which would have the sidecar replace it.
   std::string refusal;
-  if (etcd->auth_enabled)
-    refusal = "etcd's auth is enabled: the member will refuse to take it over";
   if (st.ok() && full) {
     internal::EtcdEntryStats stats;
     for (size_t i = etcd->first_replayed; i < etcd->wal.entries.size() && st.ok(); ++i) {
-      st = internal::TranslateEtcdEntry(etcd->wal.entries[i], stats).status();
+      // The password hashes made on the way are thrown away: the cheapest cost.
+      st = internal::TranslateEtcdEntry(etcd->wal.entries[i], stats, common::kMinBcryptCost)
+               .status();
       if (st.code() == Code::kFailedPrecondition) {
         refusal = st.message();
         st = Status::Ok();

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "etcdw/common/hash.h"
+#include "etcdw/common/password_hash.h"
 #include "etcdw/etcd_wal.pb.h"
 #include "etcdw/internal.pb.h"
 
@@ -67,18 +69,154 @@ Status TranslateV2(uint64_t index, const etcdwal::V2Request& v2, internalpb::Req
   return Status::Ok();
 }
 
-bool HasAuthRequest(const etcdwal::InternalRaftRequest& r) {
-  return r.has_auth_enable() || r.has_auth_disable() || r.has_authenticate() ||
-         r.has_auth_user_add() || r.has_auth_user_delete() || r.has_auth_user_get() ||
-         r.has_auth_user_change_password() || r.has_auth_user_grant_role() ||
-         r.has_auth_user_revoke_role() || r.has_auth_user_list() || r.has_auth_role_list() ||
-         r.has_auth_role_add() || r.has_auth_role_delete() || r.has_auth_role_get() ||
-         r.has_auth_role_grant_permission() || r.has_auth_role_revoke_permission();
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+// past U+10FFFF). Our requests keep names in protobuf strings, which must be UTF-8; etcd's are
+// any bytes.
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+// `name` (a user or role name of etcd's entry `index`) for a string field of ours: etcd took
+// any bytes, our requests cannot hold a name that is not UTF-8.
+Result<std::string> NameOf(uint64_t index, const char* what, const std::string& name) {
+  if (IsUtf8(name)) return name;
+  return FailedPrecondition("etcd log entry " + std::to_string(index) + ": the " + what + " " +
+                            common::ToHex(name) +
+                            " is not UTF-8, which etcd-wrapper cannot store; remove it in etcd "
+                            "before the takeover");
+}
+
+// The password hash a user gets from etcd's entry: etcd 3.5's hashedPassword as it is, or etcd
+// 3.4's plain password hashed now at `bcrypt_cost`, as etcd hashed it when applying. Never
+// logged, never in an error.
+Result<std::string> PasswordHashOf(uint64_t index, const std::string& name,
+                                   const std::string& password, const std::string& hashed,
+                                   int bcrypt_cost) {
+  if (!hashed.empty()) return hashed;
+  auto h = common::HashPassword(password, bcrypt_cost);
+  if (!h.ok()) {
+    return FailedPrecondition("etcd log entry " + std::to_string(index) +
+                              ": the password of user " + common::ToHex(name) +
+                              " cannot be hashed: " + std::string(h.status().message()));
+  }
+  return h;
+}
+
+// The auth requests that change nothing stored: a token (simple tokens are not persisted, and
+// a takeover starts without any) or a read.
+bool IsAuthReadOrToken(const etcdwal::InternalRaftRequest& r) {
+  return r.has_authenticate() || r.has_auth_user_get() || r.has_auth_user_list() ||
+         r.has_auth_role_get() || r.has_auth_role_list();
+}
+
+// etcd's auth request that changes its auth store as ours; false in `*found` when `r` holds
+// none.
+Status TranslateAuth(uint64_t index, const etcdwal::InternalRaftRequest& r, int bcrypt_cost,
+                     internalpb::Request* req, bool* found) {
+  *found = true;
+  if (r.has_auth_enable()) {
+    req->mutable_auth_enable();
+  } else if (r.has_auth_disable()) {
+    req->mutable_auth_disable();
+  } else if (r.has_auth_user_add()) {
+    const etcdwal::AuthUserAddRequest& in = r.auth_user_add();
+    etcdserverpb::AuthUserAddRequest* out = req->mutable_user_add();
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_name(), NameOf(index, "user name", in.name()));
+    *out->mutable_options() = in.options();
+    if (!in.options().no_password()) {  // etcd stores no hash for a user without password
+      ETCDW_ASSIGN_OR_RETURN(
+          *out->mutable_hashedpassword(),
+          PasswordHashOf(index, in.name(), in.password(), in.hashed_password(), bcrypt_cost));
+    }
+  } else if (r.has_auth_user_change_password()) {
+    const etcdwal::AuthUserChangePasswordRequest& in = r.auth_user_change_password();
+    etcdserverpb::AuthUserChangePasswordRequest* out = req->mutable_user_change_password();
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_name(), NameOf(index, "user name", in.name()));
+    ETCDW_ASSIGN_OR_RETURN(
+        *out->mutable_hashedpassword(),
+        PasswordHashOf(index, in.name(), in.password(), in.hashed_password(), bcrypt_cost));
+  } else if (r.has_auth_user_delete()) {
+    ETCDW_ASSIGN_OR_RETURN(*req->mutable_user_delete()->mutable_name(),
+                           NameOf(index, "user name", r.auth_user_delete().name()));
+  } else if (r.has_auth_user_grant_role()) {
+    const etcdwal::AuthUserRoleRequest& in = r.auth_user_grant_role();
+    etcdserverpb::AuthUserGrantRoleRequest* out = req->mutable_user_grant_role();
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_user(), NameOf(index, "user name", in.user()));
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_role(), NameOf(index, "role name", in.role()));
+  } else if (r.has_auth_user_revoke_role()) {
+    const etcdwal::AuthUserRoleRequest& in = r.auth_user_revoke_role();
+    etcdserverpb::AuthUserRevokeRoleRequest* out = req->mutable_user_revoke_role();
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_name(), NameOf(index, "user name", in.user()));
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_role(), NameOf(index, "role name", in.role()));
+  } else if (r.has_auth_role_add()) {
+    ETCDW_ASSIGN_OR_RETURN(*req->mutable_role_add()->mutable_name(),
+                           NameOf(index, "role name", r.auth_role_add().name()));
+  } else if (r.has_auth_role_delete()) {
+    ETCDW_ASSIGN_OR_RETURN(*req->mutable_role_delete()->mutable_role(),
+                           NameOf(index, "role name", r.auth_role_delete().name()));
+  } else if (r.has_auth_role_grant_permission()) {
+    const etcdwal::AuthRoleGrantPermissionRequest& in = r.auth_role_grant_permission();
+    etcdserverpb::AuthRoleGrantPermissionRequest* out = req->mutable_role_grant_permission();
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_name(), NameOf(index, "role name", in.name()));
+    *out->mutable_perm() = in.perm();
+  } else if (r.has_auth_role_revoke_permission()) {
+    const etcdwal::AuthRoleRevokePermissionRequest& in = r.auth_role_revoke_permission();
+    etcdserverpb::AuthRoleRevokePermissionRequest* out = req->mutable_role_revoke_permission();
+    ETCDW_ASSIGN_OR_RETURN(*out->mutable_role(), NameOf(index, "role name", in.role()));
+    out->set_key(in.key());
+    out->set_range_end(in.range_end());
+  } else {
+    *found = false;
+  }
+  return Status::Ok();
+}
+
+// etcd's RequestHeader as ours. etcd 3.4's applier judges every request as the header's user at
+// its auth revision, and as no user (revision 0) when the header is absent (an entry of etcd
+// before 3.0); ours judges a request as the user of its `auth`, so every request translated from
+// an InternalRaftRequest carries one: an empty user is refused as etcd refuses it (UserEmpty)
+// while auth is enabled.
+Status TranslateHeader(uint64_t index, const etcdwal::InternalRaftRequest& r,
+                       internalpb::Request* req) {
+  internalpb::AuthHeader* auth = req->mutable_auth();
+  if (!r.has_header()) return Status::Ok();
+  ETCDW_ASSIGN_OR_RETURN(*auth->mutable_username(),
+                         NameOf(index, "header's user name", r.header().username()));
+  auth->set_revision(r.header().auth_revision());
+  return Status::Ok();
 }
 
 // The data of a normal entry as our request; an empty `req` (no operation) for an entry that
 // changes nothing we store.
-Status TranslateNormal(const EtcdEntry& e, internalpb::Request* req, EtcdEntryStats& stats) {
+Status TranslateNormal(const EtcdEntry& e, int bcrypt_cost, internalpb::Request* req,
+                       EtcdEntryStats& stats) {
   etcdwal::InternalRaftRequest r;
   if (!r.ParseFromString(e.data)) {
     // Not an InternalRaftRequest: a bare v2 request, as etcd 3.4 proposes its publication.
@@ -88,15 +226,13 @@ Status TranslateNormal(const EtcdEntry& e, internalpb::Request* req, EtcdEntrySt
     }
     return TranslateV2(e.index, v2, req, stats);
   }
-  if (HasAuthRequest(r)) {
-    return FailedPrecondition(
-        "etcd log entry " + std::to_string(e.index) +
-        " is an auth request: the takeover does not replay auth requests yet, so a "
-        "data directory of a cluster that used it cannot be taken over");
-  }
   const uint64_t id = r.has_header() && r.header().id() != 0 ? r.header().id() : r.id();
   if (r.has_v2()) return TranslateV2(e.index, r.v2(), req, stats);
-  if (r.has_put()) {
+  bool auth = false;
+  ETCDW_RETURN_IF_ERROR(TranslateAuth(e.index, r, bcrypt_cost, req, &auth));
+  if (auth) {
+    ++stats.auth_requests;
+  } else if (r.has_put()) {
     *req->mutable_put() = r.put();
   } else if (r.has_delete_range()) {
     *req->mutable_delete_range() = r.delete_range();
@@ -119,8 +255,8 @@ Status TranslateNormal(const EtcdEntry& e, internalpb::Request* req, EtcdEntrySt
     a->set_name(set.member_attributes().name());
     for (const std::string& u : set.member_attributes().client_urls()) a->add_client_urls(u);
     ++stats.member_attributes;
-  } else if (r.has_range()) {
-    ++stats.empty;  // a read through the log changes nothing
+  } else if (r.has_range() || IsAuthReadOrToken(r)) {
+    ++stats.empty;  // a read through the log, or a token, changes nothing stored
     return Status::Ok();
   } else if (r.has_cluster_version_set() || r.has_downgrade_info_set()) {
     ++stats.skipped_other;
@@ -128,6 +264,7 @@ Status TranslateNormal(const EtcdEntry& e, internalpb::Request* req, EtcdEntrySt
   } else {
     return Bad(e.index, "an InternalRaftRequest with no request this version knows");
   }
+  ETCDW_RETURN_IF_ERROR(TranslateHeader(e.index, r, req));
   req->set_id(id);
   ++stats.requests;
   return Status::Ok();
@@ -189,7 +326,8 @@ Result<cluster::Member> ParseEtcdMemberJson(std::string_view json) {
   return m;
 }
 
-Result<raftpb::Entry> TranslateEtcdEntry(const EtcdEntry& e, EtcdEntryStats& stats) {
+Result<raftpb::Entry> TranslateEtcdEntry(const EtcdEntry& e, EtcdEntryStats& stats,
+                                         int bcrypt_cost) {
   raftpb::Entry out;
   out.set_index(e.index);
   out.set_term(e.term);
@@ -211,7 +349,7 @@ Result<raftpb::Entry> TranslateEtcdEntry(const EtcdEntry& e, EtcdEntryStats& sta
     return out;
   }
   internalpb::Request req;
-  ETCDW_RETURN_IF_ERROR(TranslateNormal(e, &req, stats));
+  ETCDW_RETURN_IF_ERROR(TranslateNormal(e, bcrypt_cost, &req, stats));
   if (req.op_case() != internalpb::Request::OP_NOT_SET) out.set_data(req.SerializeAsString());
   return out;
 }

@@ -167,12 +167,13 @@ void Step(const TakeoverOptions& opts, const char* name) {
 // Builds our member/ under `build` from what `etcd` holds. Returns the store's revision.
 Result<int64_t> BuildMember(const EtcdDataDir& etcd, const std::string& build,
                             const TakeoverOptions& opts, internal::EtcdEntryStats& stats) {
-  // Translated first: a request we cannot take (auth) stops us before anything is written.
+  // Translated first: an entry we cannot take (a name that is not UTF-8) stops us before
+  // anything is written.
   std::vector<raftpb::Entry> entries;
   entries.reserve(etcd.ReplayedEntries());
   for (size_t i = etcd.first_replayed; i < etcd.wal.entries.size(); ++i) {
-    ETCDW_ASSIGN_OR_RETURN(raftpb::Entry e,
-                           internal::TranslateEtcdEntry(etcd.wal.entries[i], stats));
+    ETCDW_ASSIGN_OR_RETURN(raftpb::Entry e, internal::TranslateEtcdEntry(etcd.wal.entries[i], stats,
+                                                                         opts.bcrypt_cost));
     entries.push_back(std::move(e));
   }
   const std::string member = build + "/member";
@@ -284,13 +285,6 @@ Result<TakeoverResult> TakeOverEtcdDataDir(const std::string& dir_in, const Take
   };
   auto etcd = internal::ReadEtcdDataDir(member);
   if (!etcd.ok()) return fail(etcd.status());
-  if (etcd->auth_enabled) {
-    return fail(FailedPrecondition(
-        "etcd's auth is enabled; taking over a data directory with authentication is not "
-        "supported yet (its log may hold auth requests): move it with a snapshot (etcdctl "
-        "snapshot save, then etcd-wrapper snapshot restore), or disable authentication in etcd "
-        "first"));
-  }
   internal::EtcdEntryStats stats;
   auto rev = BuildMember(*etcd, build, opts, stats);
   if (!rev.ok()) return fail(rev.status());
@@ -319,7 +313,8 @@ Result<TakeoverResult> TakeOverEtcdDataDir(const std::string& dir_in, const Take
              log::Hex("cluster-id", r.cluster_id), log::F("members", etcd->members.size()),
              log::F("revision", r.revision), log::F("consistent-index", r.consistent_index),
              log::F("replayed-entries", r.replayed_entries), log::F("requests", stats.requests),
-             log::F("conf-changes", stats.conf_changes),
+             log::F("auth-requests", stats.auth_requests),
+             log::F("auth-enabled", etcd->auth_enabled), log::F("conf-changes", stats.conf_changes),
              log::F("member-attributes", stats.member_attributes),
              log::F("skipped-v2-requests", stats.skipped_v2),
              log::F("skipped-other", stats.skipped_other),

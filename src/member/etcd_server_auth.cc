@@ -2,9 +2,9 @@
 // judged by the auth store when applied; Authenticate with the password compared off the
 // member's busy threads; tokens resolved for the client API.
 #include "etcdw/common/etcd_errors.h"
+#include "etcdw/common/password_hash.h"
 #include "etcdw/member/etcd_server.h"
 #include "etcdw/member/raft_node.h"
-#include "password_hash.h"
 
 namespace etcdw::member {
 
@@ -41,7 +41,7 @@ void EtcdServer::AfterTokenIssued(const std::string& token, std::function<void()
 void EtcdServer::HashThen(std::string password, std::function<void(Result<std::string>)> then) {
   const int cost = static_cast<int>(cfg_.bcrypt_cost);
   tasks_->Submit([password = std::move(password), cost, then = std::move(then)] {
-    then(HashPassword(password, cost));
+    then(common::HashPassword(password, cost));
   });
 }
 
@@ -79,7 +79,8 @@ void EtcdServer::AuthenticateAttempt(std::string name, std::string password,
     auto creds = auth_->CredentialsOf(name);
     if (!creds.ok()) return reply(creds.status());
     tasks_->Submit([this, name, password, reply, attempts_left, creds = *creds] {
-      if (!PasswordMatches(creds.password_hash, password)) return reply(errors::AuthFailed());
+      if (!common::PasswordMatches(creds.password_hash, password))
+        return reply(errors::AuthFailed());
       internalpb::Request req;
       req.mutable_authenticate()->set_name(name);
       req.mutable_authenticate()->set_simple_token(tokens_->NewPrefix());

@@ -17,7 +17,9 @@ Result<std::unique_ptr<EmbeddedMember>> EmbeddedMember::Start(const common::Etcd
   m->config_ = config;
   // A data directory etcd wrote is converted in place first (or an interrupted conversion
   // finished); any other directory is left alone.
-  auto takeover = data_dir::TakeOverEtcdDataDir(config.data_dir);
+  data_dir::TakeoverOptions takeover_opts;
+  takeover_opts.bcrypt_cost = static_cast<int>(config.bcrypt_cost);
+  auto takeover = data_dir::TakeOverEtcdDataDir(config.data_dir, takeover_opts);
   if (!takeover.ok())
     return takeover.status().WithContext("cannot take over etcd's data directory");
   auto server = member::EtcdServer::Open(config);

@@ -1,6 +1,7 @@
 // The readers of etcd's WAL and the translation of its entries on records written here the way
 // etcd 3.4 writes them (an encoder of our own, below): the CRC chain across files, a rewritten
-// tail, a missing file, a broken chain; v2 member publications, conf changes, auth refused.
+// tail, a missing file, a broken chain; v2 member publications, conf changes, auth requests with
+// their users (plain passwords hashed), names our requests cannot hold refused.
 #include "etcd_wal.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include "etcd_entries.h"
 #include "etcdw/common/hash.h"
+#include "etcdw/common/password_hash.h"
 #include "etcdw/etcd_wal.pb.h"
 #include "etcdw/internal.pb.h"
 #include "support/files.h"
@@ -241,14 +243,8 @@ TEST(EtcdEntriesTest, TranslatesRequestsPublicationsAndConfChanges) {
   EXPECT_EQ(stats.member_attributes, 1u);
 }
 
-TEST(EtcdEntriesTest, RefusesAuthAndWhatDoesNotDecode) {
+TEST(EtcdEntriesTest, RefusesWhatDoesNotDecode) {
   EtcdEntryStats stats;
-  etcdwal::InternalRaftRequest auth;
-  auth.set_auth_enable("");
-  auto a = TranslateEtcdEntry({20, 1, 0, auth.SerializeAsString()}, stats);
-  EXPECT_EQ(a.status().code(), Code::kFailedPrecondition);
-  EXPECT_NE(a.status().message().find("entry 20"), std::string::npos);
-
   auto garbage = TranslateEtcdEntry({21, 1, 0, std::string("\xff\xff\xff", 3)}, stats);
   EXPECT_EQ(garbage.status().code(), Code::kDataLoss);
   EXPECT_NE(garbage.status().message().find("entry 21"), std::string::npos);
@@ -262,6 +258,181 @@ TEST(EtcdEntriesTest, RefusesAuthAndWhatDoesNotDecode) {
   auto bad = TranslateEtcdEntry({23, 1, 1, cc.SerializeAsString()}, stats);
   EXPECT_EQ(bad.status().code(), Code::kDataLoss);
   EXPECT_NE(bad.status().message().find("entry 23"), std::string::npos);
+}
+
+// An InternalRaftRequest as etcd 3.4 logs a client's request: a header with the request's ID
+// and the client's user and auth revision.
+etcdwal::InternalRaftRequest As(const std::string& user, uint64_t auth_revision) {
+  etcdwal::InternalRaftRequest r;
+  r.mutable_header()->set_id(88);
+  r.mutable_header()->set_username(user);
+  r.mutable_header()->set_auth_revision(auth_revision);
+  return r;
+}
+
+// `r` translated at index 30 into our request (bcrypt cost 4: the cheapest).
+internalpb::Request Translated(const etcdwal::InternalRaftRequest& r, EtcdEntryStats& stats) {
+  auto e = TranslateEtcdEntry({30, 2, 0, r.SerializeAsString()}, stats, common::kMinBcryptCost);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  internalpb::Request req;
+  EXPECT_TRUE(e.ok() && !e->data().empty() && req.ParseFromString(e->data()));
+  return req;
+}
+
+TEST(EtcdEntriesTest, TranslatesEveryAuthChangeWithItsUser) {
+  EtcdEntryStats stats;
+  // etcd 3.4 logs the plain password: hashed here, never carried.
+  etcdwal::InternalRaftRequest add = As("root", 7);
+  add.mutable_auth_user_add()->set_name("alice");
+  add.mutable_auth_user_add()->set_password("alicepw");
+  internalpb::Request req = Translated(add, stats);
+  EXPECT_EQ(req.id(), 88u);
+  EXPECT_EQ(req.auth().username(), "root");
+  EXPECT_EQ(req.auth().revision(), 7u);
+  EXPECT_EQ(req.user_add().name(), "alice");
+  EXPECT_TRUE(req.user_add().password().empty());
+  EXPECT_EQ(req.user_add().hashedpassword().substr(0, 7), "$2a$04$");
+  EXPECT_TRUE(common::PasswordMatches(req.user_add().hashedpassword(), "alicepw"));
+  EXPECT_FALSE(common::PasswordMatches(req.user_add().hashedpassword(), "alicepW"));
+  // etcd 3.5 logs the hash: kept as it is.
+  add.mutable_auth_user_add()->clear_password();
+  add.mutable_auth_user_add()->set_hashed_password("$2a$10$hash");
+  EXPECT_EQ(Translated(add, stats).user_add().hashedpassword(), "$2a$10$hash");
+  // A user without a password gets no hash.
+  add.mutable_auth_user_add()->clear_hashed_password();
+  add.mutable_auth_user_add()->mutable_options()->set_no_password(true);
+  req = Translated(add, stats);
+  EXPECT_TRUE(req.user_add().options().no_password());
+  EXPECT_TRUE(req.user_add().hashedpassword().empty());
+
+  etcdwal::InternalRaftRequest change = As("root", 8);
+  change.mutable_auth_user_change_password()->set_name("alice");
+  change.mutable_auth_user_change_password()->set_password("newpw");
+  req = Translated(change, stats);
+  EXPECT_EQ(req.user_change_password().name(), "alice");
+  EXPECT_TRUE(req.user_change_password().password().empty());
+  EXPECT_TRUE(common::PasswordMatches(req.user_change_password().hashedpassword(), "newpw"));
+
+  etcdwal::InternalRaftRequest r = As("root", 9);
+  r.mutable_auth_user_delete()->set_name("bob");
+  EXPECT_EQ(Translated(r, stats).user_delete().name(), "bob");
+  r = As("root", 9);
+  r.mutable_auth_user_grant_role()->set_user("alice");
+  r.mutable_auth_user_grant_role()->set_role("reader");
+  req = Translated(r, stats);
+  EXPECT_EQ(req.user_grant_role().user(), "alice");
+  EXPECT_EQ(req.user_grant_role().role(), "reader");
+  r = As("root", 9);
+  r.mutable_auth_user_revoke_role()->set_user("alice");
+  r.mutable_auth_user_revoke_role()->set_role("reader");
+  req = Translated(r, stats);
+  EXPECT_EQ(req.user_revoke_role().name(), "alice");
+  EXPECT_EQ(req.user_revoke_role().role(), "reader");
+  r = As("root", 9);
+  r.mutable_auth_role_add()->set_name("reader");
+  EXPECT_EQ(Translated(r, stats).role_add().name(), "reader");
+  r = As("root", 9);
+  r.mutable_auth_role_delete()->set_name("reader");
+  EXPECT_EQ(Translated(r, stats).role_delete().role(), "reader");
+  r = As("root", 9);
+  authpb::Permission* perm = r.mutable_auth_role_grant_permission()->mutable_perm();
+  r.mutable_auth_role_grant_permission()->set_name("reader");
+  perm->set_permtype(authpb::Permission::READWRITE);
+  perm->set_key(std::string("p\xff", 2));  // keys are any bytes
+  perm->set_range_end("q");
+  req = Translated(r, stats);
+  EXPECT_EQ(req.role_grant_permission().name(), "reader");
+  EXPECT_EQ(req.role_grant_permission().perm().SerializeAsString(), perm->SerializeAsString());
+  r = As("root", 9);
+  r.mutable_auth_role_revoke_permission()->set_role("reader");
+  r.mutable_auth_role_revoke_permission()->set_key("p");
+  r.mutable_auth_role_revoke_permission()->set_range_end("q");
+  req = Translated(r, stats);
+  EXPECT_EQ(req.role_revoke_permission().role(), "reader");
+  EXPECT_EQ(req.role_revoke_permission().key(), "p");
+  EXPECT_EQ(req.role_revoke_permission().range_end(), "q");
+  r = As("root", 9);
+  r.mutable_auth_enable();
+  EXPECT_TRUE(Translated(r, stats).has_auth_enable());
+  r = As("root", 10);
+  r.mutable_auth_disable();
+  req = Translated(r, stats);
+  EXPECT_TRUE(req.has_auth_disable());
+  EXPECT_EQ(req.auth().revision(), 10u);
+  EXPECT_EQ(stats.auth_requests, 13u);
+  EXPECT_EQ(stats.requests, 13u);
+}
+
+TEST(EtcdEntriesTest, EveryRequestCarriesItsUserAndNoHeaderIsNoUser) {
+  EtcdEntryStats stats;
+  etcdwal::InternalRaftRequest put = As("alice", 12);
+  put.mutable_put()->set_key("k");
+  internalpb::Request req = Translated(put, stats);
+  EXPECT_EQ(req.put().key(), "k");
+  EXPECT_EQ(req.auth().username(), "alice");
+  EXPECT_EQ(req.auth().revision(), 12u);
+  // A client without a token: etcd logs an empty user, and refuses it while auth is enabled.
+  etcdwal::InternalRaftRequest revoke = As("", 0);
+  revoke.mutable_lease_revoke()->set_id(5);
+  req = Translated(revoke, stats);
+  EXPECT_TRUE(req.has_auth());
+  EXPECT_TRUE(req.auth().username().empty());
+  EXPECT_EQ(req.auth().revision(), 0u);
+  // No header at all (etcd before 3.0): etcd judges it as no user, and so do we.
+  etcdwal::InternalRaftRequest bare;
+  bare.set_id(4);
+  bare.mutable_delete_range()->set_key("k");
+  req = Translated(bare, stats);
+  EXPECT_EQ(req.id(), 4u);
+  EXPECT_TRUE(req.has_auth());
+  EXPECT_TRUE(req.auth().username().empty());
+}
+
+TEST(EtcdEntriesTest, TokensAndAuthReadsBecomeEmptyEntries) {
+  EtcdEntryStats stats;
+  std::vector<etcdwal::InternalRaftRequest> reads(5, As("root", 3));
+  reads[0].set_authenticate("\n\x04root\x1a\x10tokentokentokent");
+  reads[1].set_auth_user_get(
+      "\n\x05"
+      "alice");
+  reads[2].set_auth_user_list("");
+  reads[3].set_auth_role_get("\n\x06reader");
+  reads[4].set_auth_role_list("");
+  uint64_t index = 40;
+  for (const auto& r : reads) {
+    auto e = TranslateEtcdEntry({index, 2, 0, r.SerializeAsString()}, stats);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_EQ(e->index(), index++);
+    EXPECT_EQ(e->type(), raftpb::ENTRY_NORMAL);
+    EXPECT_TRUE(e->data().empty());
+  }
+  EXPECT_EQ(stats.empty, 5u);
+  EXPECT_EQ(stats.requests, 0u);
+}
+
+TEST(EtcdEntriesTest, RefusesWhatOurRequestsCannotHoldWithoutThePassword) {
+  EtcdEntryStats stats;
+  // etcd takes any bytes as a name; our requests hold UTF-8 only.
+  etcdwal::InternalRaftRequest role = As("root", 3);
+  role.mutable_auth_role_add()->set_name(std::string("r\xc3", 2));
+  auto r = TranslateEtcdEntry({50, 2, 0, role.SerializeAsString()}, stats);
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("entry 50"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("not UTF-8"), std::string::npos) << r.status().ToString();
+  etcdwal::InternalRaftRequest who = As(std::string("\xe0\x80\x80", 3), 3);  // overlong
+  who.mutable_put()->set_key("k");
+  EXPECT_EQ(TranslateEtcdEntry({51, 2, 0, who.SerializeAsString()}, stats).status().code(),
+            Code::kFailedPrecondition);
+  who.mutable_header()->set_username("\xc3\xa9t\xc3\xa9 \xf0\x9f\x94\x91");  // UTF-8 is fine
+  EXPECT_TRUE(TranslateEtcdEntry({51, 2, 0, who.SerializeAsString()}, stats).ok());
+  // A password bcrypt cannot take: refused, without the password in the error.
+  etcdwal::InternalRaftRequest add = As("root", 3);
+  add.mutable_auth_user_add()->set_name("carol");
+  add.mutable_auth_user_add()->set_password(std::string("hunter2\0x", 9));
+  auto p = TranslateEtcdEntry({52, 2, 0, add.SerializeAsString()}, stats, common::kMinBcryptCost);
+  EXPECT_EQ(p.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(p.status().message().find("entry 52"), std::string::npos) << p.status().ToString();
+  EXPECT_EQ(p.status().ToString().find("hunter2"), std::string::npos) << p.status().ToString();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The auth store (member/auth_store.h) claim by claim: etcd's permission arithmetic, its errors,
 // its revision, and its records surviving a reload; simple tokens (member/auth_tokens.h) on a
-// manual clock; bcrypt hashes (src/member/password_hash.h).
+// manual clock.
 #include "etcdw/member/auth_store.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/member/auth_tokens.h"
 #include "etcdw/storage/meta_records.h"
-#include "member/password_hash.h"
 
 namespace etcdw::member {
 namespace {
@@ -222,27 +221,6 @@ TEST(SimpleTokensTest, TokensNameTheirEntryAndLiveWhileUsed) {
   EXPECT_EQ(tokens.UserOf(b), "bob");
   tokens.Clear();
   EXPECT_FALSE(tokens.UserOf(b));
-}
-
-TEST(PasswordHashTest, HashesAreBcryptAsGoWritesThemAndCompareAsItDoes) {
-  auto h = HashPassword("s3cret", 4);
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
-  EXPECT_EQ(h->substr(0, 7), "$2a$04$") << *h;
-  EXPECT_EQ(h->size(), 60u);
-  EXPECT_TRUE(PasswordMatches(*h, "s3cret"));
-  EXPECT_FALSE(PasswordMatches(*h, "s3creT"));
-  EXPECT_NE(*HashPassword("s3cret", 4), *h);  // salted
-  // An invalid cost is replaced by etcd's default, 10.
-  EXPECT_EQ(HashPassword("x", 99)->substr(0, 7), "$2a$10$");
-  // The published test vectors of OpenBSD's bcrypt, as Go's package checks them.
-  EXPECT_TRUE(
-      PasswordMatches("$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW", "U*U"));
-  EXPECT_TRUE(
-      PasswordMatches("$2a$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK", "U*U*"));
-  EXPECT_FALSE(
-      PasswordMatches("$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW", "U*"));
-  EXPECT_FALSE(PasswordMatches("", "x"));
-  EXPECT_FALSE(PasswordMatches("plain", "plain"));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "etcd/mvccpb/kv.pb.h"
+#include "etcdw/common/password_hash.h"
 #include "etcdw/common/status.h"
 
 namespace etcdw::data_dir {
@@ -102,8 +103,9 @@ struct DataDirCheck {
 // and its revision is read, its WAL and newest .snap file read with their checksums, and the
 // WAL holds every entry after the backend's consistent index; full: also every entry translates
 // (TakeOverEtcdDataDir). Its revision is the backend's; unapplied_entries, the WAL's entries
-// after the consistent index. A directory the takeover will refuse (etcd's auth in use) is still
-// kEtcdFormat, with the reason in detail: it is etcd's valid data, never to be replaced.
+// after the consistent index. A directory the takeover will refuse (a user or role name in its WAL
+// that is not UTF-8) is still kEtcdFormat, with the reason in detail: it is etcd's valid data,
+// never to be replaced.
 // sanity (full = false): the directory structure, that the store opens and reads its revision,
 // the Raft log against the applied index; it reads no key, so its cost does not grow with the data.
 // full: also every checksum of the store (all RocksDB files: state and Raft log) and the
@@ -119,6 +121,9 @@ DataDirCheck CheckDataDir(const std::string& dir, bool full);
 bool IsEtcdDataDir(const std::string& dir);
 
 struct TakeoverOptions {
+  // bcrypt's cost for the passwords etcd 3.4 logged in plain (user add and password change
+  // requests after the backend's consistent index), as etcd's --bcrypt-cost hashed them.
+  int bcrypt_cost = common::kDefaultBcryptCost;
   // Called after each durable step with its name ("store-built", "log-written", "synced",
   // "exchanged", "moved-aside"): tests end the process there to check that a rerun finishes.
   std::function<void(const std::string& step)> after_step;
@@ -142,9 +147,12 @@ struct TakeoverResult {
 // member/ is moved to `dir`/etcd-taken-over (or etcd-taken-over-N when taken), which etcd can
 // start from again. etcd's files are never changed or deleted. After a crash at any point the
 // next call redoes the build or finishes the move. A `dir` with neither an etcd member nor an
-// interrupted takeover: taken_over = false, nothing done. Errors: kFailedPrecondition when etcd
-// still holds its files (running) or the cluster used auth; DataLoss for damaged files; with
-// nothing changed in `dir` beyond a removed partial build.
+// interrupted takeover: taken_over = false, nothing done. etcd's authentication comes along: the
+// backend's users, roles and switch are imported, and the WAL's auth requests replayed with
+// their users' permissions checked as etcd checked them (etcd_entries.h). Errors:
+// kFailedPrecondition when etcd still holds its files (running) or its WAL holds what our log
+// cannot (a user or role name that is not UTF-8); DataLoss for damaged files; with nothing
+// changed in `dir` beyond a removed partial build.
 Result<TakeoverResult> TakeOverEtcdDataDir(const std::string& dir,
                                            const TakeoverOptions& opts = {});
 

@@ -1,4 +1,4 @@
-#include "password_hash.h"
+#include "etcdw/common/password_hash.h"
 
 #include <crypt.h>
 #include <openssl/crypto.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-namespace etcdw::member {
+namespace etcdw::common {
 
 Result<std::string> HashPassword(std::string_view password, int cost) {
   if (cost < kMinBcryptCost || cost > kMaxBcryptCost) cost = kDefaultBcryptCost;
@@ -48,4 +48,4 @@ bool PasswordMatches(std::string_view hash, std::string_view password) {
   return match;
 }
 
-}  // namespace etcdw::member
+}  // namespace etcdw::common
