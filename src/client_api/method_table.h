@@ -149,10 +149,12 @@ class MethodTable {
               call(*req, reply);
             }
           };
-          if (!ctx.token) return dispatch(ctx);
           // A token from an entry not applied here yet is waited for, as etcd waits.
-          server.AfterTokenIssued(*ctx.token,
-                                  [ctx, dispatch = std::move(dispatch)] { dispatch(ctx); });
+          if (ctx.token && server.TokenEntryPending(*ctx.token)) {
+            return server.WaitForTokenEntry(
+                [ctx, dispatch = std::move(dispatch)] { dispatch(ctx); });
+          }
+          dispatch(ctx);
         },
         stats};
   }

@@ -32,9 +32,12 @@ Result<AuthInfo> EtcdServer::AuthInfoFromToken(const std::string& token) {
   return errors::InvalidAuthToken();
 }
 
-void EtcdServer::AfterTokenIssued(const std::string& token, std::function<void()> then) {
+bool EtcdServer::TokenEntryPending(const std::string& token) const {
   const std::optional<uint64_t> issued_at = tokens_->IssuedAt(token);
-  if (!issued_at || *issued_at <= applier_->AppliedIndex()) return then();
+  return issued_at && *issued_at > applier_->AppliedIndex();
+}
+
+void EtcdServer::WaitForTokenEntry(std::function<void()> then) {
   node_->ReadIndex([this, then = std::move(then)](Status) { reads_->Submit(then); });
 }
 

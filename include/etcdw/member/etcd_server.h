@@ -187,13 +187,14 @@ class EtcdServer {
   // The caller a token names (etcd's AuthInfoFromCtx): its user at the current auth revision;
   // InvalidAuthToken when the token is unknown or expired (whether or not auth is enabled).
   Result<AuthInfo> AuthInfoFromToken(const std::string& token);
-  // Runs `then` once `token` can be known here. A simple token names the entry that issued it;
-  // a client may bring it to this member before this member applied that entry (it got the
-  // token from another member). etcd then waits for the index; here a ReadIndex round applies
-  // every entry committed before it, the token's included, and `then` runs after it (on a read
-  // thread; also when the round fails, and AuthInfoFromToken then answers InvalidAuthToken).
-  // Any other token: `then` runs at once, on the caller's thread.
-  void AfterTokenIssued(const std::string& token, std::function<void()> then);
+  // Whether `token` names an entry this member has not applied yet. A simple token names the
+  // Authenticate entry that issued it; a client may bring it to this member before this member
+  // applied that entry (it got the token from another member). etcd then waits for the index:
+  // WaitForTokenEntry runs `then` after a ReadIndex round, which applies every entry committed
+  // before it, the token's included (on a read thread; also when the round fails, and
+  // AuthInfoFromToken then answers InvalidAuthToken). Cheap: checked on every call with a token.
+  bool TokenEntryPending(const std::string& token) const;
+  void WaitForTokenEntry(std::function<void()> then);
   void AuthEnable(Reply<etcdserverpb::AuthEnableResponse> reply, Who who = std::nullopt);
   void AuthDisable(Reply<etcdserverpb::AuthDisableResponse> reply, Who who = std::nullopt);
   void AuthStatus(Reply<etcdserverpb::AuthStatusResponse> reply);
