@@ -138,6 +138,16 @@ std::string Masked(std::string answer) {
   return std::regex_replace(answer, versions, "V");
 }
 
+// Sends each of `requests` on `conn` once the one before is answered; the answers, masked.
+std::vector<std::string> OneByOne(RawHttp& conn, const std::vector<std::string>& requests) {
+  std::vector<std::string> answers;
+  for (const std::string& r : requests) {
+    conn.Send(r);
+    answers.push_back(Masked(conn.NextAnswer()));
+  }
+  return answers;
+}
+
 std::string Post(const std::string& path, const std::string& body, const std::string& extra = "",
                  const std::string& version = "HTTP/1.1") {
   return "POST " + path + " " + version + "\r\nHost: 127.0.0.1\r\n" + extra +
@@ -172,10 +182,7 @@ TEST_F(DiffTest, GatewayKeepsConnectionsAliveLikeEtcd) {
   for (int side = 0; side < 2; ++side) {
     Member& m = side == 0 ? etcd() : ours();
     RawHttp conn(m.client_port());
-    for (const std::string& r : requests) {
-      conn.Send(r);
-      seen[side].push_back(Masked(conn.NextAnswer()));
-    }
+    seen[side] = OneByOne(conn, requests);
     EXPECT_FALSE(conn.ClosedByServer(500)) << m.name() << ": the connection stays open";
   }
   ASSERT_EQ(seen[0].size(), seen[1].size());
@@ -224,10 +231,8 @@ TEST_F(DiffTest, GatewayConnectionOutlivesAStreamLikeEtcds) {
   for (int side = 0; side < 2; ++side) {
     Member& m = side == 0 ? etcd() : ours();
     RawHttp conn(m.client_port());
-    for (const std::string& r : requests) {
-      conn.Send(r);
-      seen[side].push_back(std::regex_replace(Masked(conn.NextAnswer()), ttl, "\"TTL\":\"T\""));
-    }
+    seen[side] = OneByOne(conn, requests);
+    for (std::string& a : seen[side]) a = std::regex_replace(a, ttl, "\"TTL\":\"T\"");
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(seen[0][i], seen[1][i]) << "request " << i << ": " << requests[i];
@@ -263,10 +268,7 @@ TEST_F(DiffTest, GatewayHttp10AndHostRulesLikeEtcds) {
     for (int side = 0; side < 2; ++side) {
       Member& m = side == 0 ? etcd() : ours();
       RawHttp conn(m.client_port());
-      for (const std::string& r : conversation) {
-        conn.Send(r);
-        seen[side].push_back(Masked(conn.NextAnswer()));
-      }
+      seen[side] = OneByOne(conn, conversation);
       seen[side].push_back(conn.ClosedByServer() ? "closed" : "open");
     }
     EXPECT_EQ(seen[0], seen[1]) << conversation.front();
