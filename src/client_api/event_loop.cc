@@ -115,6 +115,7 @@ void EventLoop::Adopt(Mailbox::Accepted a) {
   c->h2 = std::make_unique<H2Connection>(kMessagePrefixBytes + host.opts.max_request_message_bytes,
                                          std::move(h), pings);
   c->last_read = std::chrono::steady_clock::now();
+  c->read_deadline = c->last_read + host.opts.request_read_timeout;  // until it shows its protocol
   c->events = EPOLLIN;
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -404,6 +405,10 @@ bool EventLoop::Take(Conn& c, const char* data, size_t n) {
     OnHttp1(c);
     return true;
   }
+  if (c.h2_opening_left > 0) {
+    c.h2_opening_left -= std::min(c.h2_opening_left, n);
+    if (c.h2_opening_left == 0) c.read_deadline = {};  // the keepalive's from now on
+  }
   if (Status st = c.h2->Feed(data, n); !st.ok()) {
     log::Debug("native rpc: closing a connection", {log::F("reason", st.message())});
     Flush(c);  // nghttp2's GOAWAY, best effort
@@ -436,6 +441,17 @@ void EventLoop::OnHttp1(Conn& c) {
                          host.opts.enable_grpc_gateway};
   const Http1Parse p = ParseHttp1Request(c.first, kMaxHttp1HeadBytes, ctx.MaxBody(), &req);
   if (p.result == Http1Parse::kIncomplete) {
+    // The head must come whole within the read timeout of its first byte (or, the connection's
+    // first request, of the connection); the body may pause that long. Idle between requests,
+    // the connection is the keepalive's.
+    const auto now = std::chrono::steady_clock::now();
+    if (c.first.empty()) {
+      c.read_deadline = {};
+    } else if (p.head_complete) {
+      c.read_deadline = c.last_read + host.opts.request_read_timeout;
+    } else if (c.read_deadline == std::chrono::steady_clock::time_point{}) {
+      c.read_deadline = now + host.opts.request_read_timeout;
+    }
     // A client that sent "Expect: 100-continue" waits for it before sending its body.
     if (p.head_complete && !c.http1_continued && req.ExpectsContinue()) {
       c.http1_continued = true;
@@ -446,6 +462,7 @@ void EventLoop::OnHttp1(Conn& c) {
   }
   c.http1_asked = true;
   c.http1_continued = false;
+  c.read_deadline = {};
   ++c.http1_seq;
   ++in_flight;
   auto answer = [mail = mail, conn = c.id](std::string response) {
@@ -615,18 +632,24 @@ void EventLoop::Close(uint64_t id) {
   if (parked) parked(false);  // never sent
 }
 
-std::chrono::milliseconds EventLoop::KeepalivePeriod() const {
-  const auto shortest = std::min(host.opts.keepalive_time, host.opts.keepalive_timeout);
+std::chrono::milliseconds EventLoop::ConnectionCheckPeriod() const {
+  const auto shortest = std::min(
+      {host.opts.keepalive_time, host.opts.keepalive_timeout, host.opts.request_read_timeout});
   return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(1),
                                                std::chrono::seconds(1));
 }
 
-void EventLoop::CheckKeepalive() {
+void EventLoop::CheckConnections() {
   const auto now = std::chrono::steady_clock::now();
-  if (now < next_keepalive_check) return;
-  next_keepalive_check = now + KeepalivePeriod();
+  if (now < next_connection_check) return;
+  next_connection_check = now + ConnectionCheckPeriod();
   std::vector<uint64_t> dead;
+  std::vector<uint64_t> late;
   for (auto& [id, c] : conns) {
+    if (c->read_deadline != std::chrono::steady_clock::time_point{} && now >= c->read_deadline) {
+      late.push_back(id);
+      continue;
+    }
     // A gateway stream over HTTP/1.1 (a watch) has no ping to answer: its client, silent
     // after its request, stays as long as it keeps its connection (as with etcd's Go server).
     if (c->gateway) continue;
@@ -642,6 +665,20 @@ void EventLoop::CheckKeepalive() {
     log::Debug("native rpc: closing a connection that did not answer a keepalive ping");
     Close(id);
   }
+  for (uint64_t id : late) ReadTimedOut(*conns.at(id));
+}
+
+void EventLoop::ReadTimedOut(Conn& c) {
+  c.read_deadline = {};
+  if (c.mode != Conn::Mode::kHttp1) {
+    log::Debug("native rpc: closing a connection that did not show its protocol in time");
+    return Close(c.id);
+  }
+  log::Debug("native rpc: answering 408 to an HTTP/1 request not received in time");
+  c.first.clear();
+  c.out.append(Http1TimeoutError(host.opts.request_read_timeout));
+  c.close_after_out = true;
+  MarkDirty(c);
 }
 
 void EventLoop::StartDrain() {
@@ -663,10 +700,10 @@ void EventLoop::Run() {
       if (!draining) StartDrain();
       if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) break;
     }
-    const int wait_ms = draining ? MsUntilNextDeadline(10)
-                        : mail->Pending()
-                            ? 0
-                            : MsUntilNextDeadline(static_cast<int>(KeepalivePeriod().count()));
+    const int wait_ms =
+        draining          ? MsUntilNextDeadline(10)
+        : mail->Pending() ? 0
+                          : MsUntilNextDeadline(static_cast<int>(ConnectionCheckPeriod().count()));
     int n = epoll_wait(epfd, events, 128, wait_ms);
     // A request of this batch that needs the Raft step (a write on a single member) gets it on
     // this thread once the answers ready now are sent, if it is the loop's only call in flight
@@ -689,7 +726,7 @@ void EventLoop::Run() {
     }
     DeliverMail();
     CheckDeadlines();
-    CheckKeepalive();
+    CheckConnections();
     FlushDirty();
     if (raft_step.Finish(/*may_step=*/in_flight <= 1)) {
       DeliverMail();  // the step's answers

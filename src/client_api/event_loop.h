@@ -94,6 +94,13 @@ struct Conn {
   // Keepalive: when the client last sent anything, and our unanswered probe, if any.
   std::chrono::steady_clock::time_point last_read;
   std::chrono::steady_clock::time_point probe_sent{};
+  // NativeRpcOptions::request_read_timeout: when the bytes the connection waits for (its
+  // protocol, an HTTP/1.x request's head, the next of its body) must have come; unset (zero)
+  // while it waits for none of them.
+  std::chrono::steady_clock::time_point read_deadline{};
+  // HTTP/2: bytes still to come before the protocol counts as shown (the preface and the
+  // header of the first frame).
+  size_t h2_opening_left = kHttp2Preface.size() + kHttp2FrameHeaderBytes;
 };
 
 // One event-loop thread: its connections, read, dispatched and answered on it.
@@ -164,12 +171,15 @@ struct EventLoop {
   void Flush(Conn& c);
   void Close(uint64_t id);
   void StartDrain();
-  // Probes connections silent for keepalive_time; closes those silent keepalive_timeout after.
-  void CheckKeepalive();
-  // How often keepalive is checked: often enough for both the silence and the probe's timeout
-  // to be noticed within a quarter of their length, at most every second.
-  std::chrono::milliseconds KeepalivePeriod() const;
-  std::chrono::steady_clock::time_point next_keepalive_check{};
+  // Every ConnectionCheckPeriod: probes connections silent for keepalive_time, closes those
+  // silent keepalive_timeout after, and ends those past their read_deadline (ReadTimedOut).
+  void CheckConnections();
+  // Often enough for the keepalive's silence and probe timeout and the request read timeout to
+  // be noticed within a quarter of their length, at most every second.
+  std::chrono::milliseconds ConnectionCheckPeriod() const;
+  std::chrono::steady_clock::time_point next_connection_check{};
+  // A connection past its read_deadline: closed, or, speaking HTTP/1.x, answered 408 first.
+  void ReadTimedOut(Conn& c);
   void MarkDirty(Conn& c) {
     if (std::find(dirty.begin(), dirty.end(), &c) == dirty.end()) dirty.push_back(&c);
   }

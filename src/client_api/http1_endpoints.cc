@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "etcd/etcdserverpb/rpc.pb.h"
+#include "etcdw/common/flags.h"
 #include "etcdw/common/version.h"
 #include "etcdw/member/server_metrics.h"
 #include "gateway.h"
@@ -14,8 +15,6 @@
 namespace etcdw::client_api {
 
 namespace {
-
-constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 // "Thu, 26 Nov 2026 11:27:08 GMT" (RFC 9110's IMF-fixdate), as Go's server sends it.
 std::string HttpDate() {
@@ -104,6 +103,11 @@ std::string Http1HostError(bool several) {
   // A badRequestError of Go's server: its text is in the status line and the body.
   return GoServerError(several ? "400 Bad Request"
                                : "400 Bad Request: missing required Host header");
+}
+
+std::string Http1TimeoutError(std::chrono::milliseconds timeout) {
+  return GoServerError("408 Request Timeout: the request was not received within " +
+                       common::FormatGoDuration(timeout));
 }
 
 namespace {

@@ -6,6 +6,7 @@
 // does. Connections are kept alive as Go's server keeps them (Http1Framing).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,6 +23,10 @@ class MethodTable;
 }
 
 namespace etcdw::client_api {
+
+// HTTP/2's client connection preface, which its first frame (SETTINGS) follows.
+constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kHttp2FrameHeaderBytes = 9;
 
 // The protocol a connection's first bytes announce: HTTP/2 starts with its preface ("PRI * "),
 // anything else is taken for HTTP/1.x. nullopt until enough bytes arrived to tell.
@@ -51,6 +56,10 @@ std::string Http1ParseError(Http1Parse::Result why);
 // The answer to an HTTP/1.1 request without a Host header (Go's server refuses it) or with
 // several (`several`).
 std::string Http1HostError(bool several);
+
+// The answer to a request not received within `timeout` (NativeRpcOptions::
+// request_read_timeout), after which the connection closes.
+std::string Http1TimeoutError(std::chrono::milliseconds timeout);
 
 // How an answer is framed for the request it answers, as Go's server frames it. The answers
 // made here (AnswerHttp1, GatewayHttpResponse, GatewayStreamHead) are laid out for an HTTP/1.1

@@ -46,6 +46,13 @@ struct NativeRpcOptions {
   std::chrono::milliseconds keepalive_time = std::chrono::hours(2);
   std::chrono::milliseconds keepalive_timeout = std::chrono::seconds(20);
   std::chrono::milliseconds keepalive_min_time = std::chrono::seconds(5);
+  // Slow clients (etcd has no such limit): a connection must show its protocol (the TLS
+  // handshake included) and each HTTP/1.x request its whole head within `request_read_timeout`
+  // of its first byte, and a request body may pause no longer. Otherwise an HTTP/1.x client is
+  // answered "408 Request Timeout" and the connection closes; one that has not shown its
+  // protocol (for HTTP/2: its preface and its first frame's header) is closed. HTTP/2
+  // connections after that, and HTTP/1.x connections idle between requests, are the keepalive's.
+  std::chrono::milliseconds request_read_timeout = std::chrono::seconds(30);
 
   // What a member's configuration asks for, one event loop per core.
   static NativeRpcOptions FromConfig(const common::EtcdConfig& cfg);
