@@ -77,6 +77,7 @@ Status EventLoop::Init() {
 void EventLoop::Adopt(Mailbox::Accepted a) {
   if (draining) {
     close(a.fd);
+    host.ConnectionClosed();
     return;
   }
   auto c = std::make_unique<Conn>();
@@ -626,6 +627,7 @@ void EventLoop::Close(uint64_t id) {
   for (auto& [stream, call] : it->second->calls) call->OnGone();
   epoll_ctl(epfd, EPOLL_CTL_DEL, it->second->fd, nullptr);
   close(it->second->fd);
+  host.ConnectionClosed();
   dirty.erase(std::remove(dirty.begin(), dirty.end(), it->second.get()), dirty.end());
   Written parked = std::move(it->second->http1_parked);
   conns.erase(it);
@@ -725,6 +727,7 @@ void EventLoop::Run() {
       }
     }
     DeliverMail();
+    host.Tick(*this);
     CheckDeadlines();
     CheckConnections();
     FlushDirty();
@@ -740,7 +743,10 @@ void EventLoop::Run() {
   // streams' ends, dropped in turn).
   while (mail->Pending()) {
     Mailbox::Contents left = mail->Take();
-    for (Mailbox::Accepted& a : left.connections) close(a.fd);
+    for (Mailbox::Accepted& a : left.connections) {
+      close(a.fd);
+      host.ConnectionClosed();
+    }
     for (Answered& a : left.answers) {
       if (a.written) a.written(false);
     }

@@ -45,6 +45,10 @@ class LoopHost {
   virtual void Accept(size_t index) = 0;
   // Draining: the listening loop stops watching the listeners, which close.
   virtual void StopAccepting(EventLoop& loop) = 0;
+  // A connection the loops held (an adopted one, or one waiting in a mailbox) is closed.
+  virtual void ConnectionClosed() = 0;
+  // Called by each loop once a round: the listening loop resumes accepting once it may again.
+  virtual void Tick(EventLoop& loop) = 0;
 
   member::EtcdServer& etcd;
   const NativeRpcOptions opts;

@@ -10,13 +10,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/open_files.h"
 #include "etcdw/common/thread_name.h"
 #include "event_loop.h"
 #include "method_table.h"
@@ -38,11 +41,21 @@ struct NativeRpcServer::Impl final : LoopHost {
   std::vector<std::unique_ptr<EventLoop>> loops;
   size_t next_loop = 0;  // loops[0]'s thread only
 
+  // Connections open (accepted, not yet closed), at most `max_connections`. At the limit, or
+  // out of file descriptors, loops[0] stops watching the listeners until `resume_at` has
+  // passed and there is room; a connection closing while it waits for room wakes it.
+  const size_t max_connections;
+  std::atomic<size_t> open_connections{0};
+  std::atomic<bool> waiting_for_room{false};
+  bool accept_paused = false;  // loops[0]'s thread only, as resume_at
+  std::chrono::steady_clock::time_point resume_at{};
+
   std::mutex stop_mu;
   bool stop_requested ABSL_GUARDED_BY(stop_mu) = false;
   std::chrono::steady_clock::time_point drain_deadline ABSL_GUARDED_BY(stop_mu);
 
-  Impl(member::EtcdServer& s, const NativeRpcOptions& o) : LoopHost(s, o) {}
+  Impl(member::EtcdServer& s, const NativeRpcOptions& o)
+      : LoopHost(s, o), max_connections(o.ConnectionLimit()) {}
   ~Impl() override { CloseListeners(); }
   Status Listen(const common::Url& url, bool metrics_only);
   void CloseListeners() {
@@ -58,6 +71,14 @@ struct NativeRpcServer::Impl final : LoopHost {
     return stop_requested;
   }
   void Accept(size_t listener) override;
+  void ConnectionClosed() override {
+    open_connections.fetch_sub(1);
+    if (waiting_for_room.load()) loops[0]->mail->Wake();
+  }
+  // Stops or starts watching the listeners (loops[0]'s thread).
+  void WatchListeners(bool watch);
+  void PauseAccepting(bool for_room, std::chrono::milliseconds at_least);
+  void Tick(EventLoop& loop) override;
   void StopAccepting(EventLoop& loop) override {
     if (&loop != loops[0].get()) return;
     for (const Listener& l : listeners) {
@@ -111,11 +132,56 @@ Status NativeRpcServer::Impl::Listen(const common::Url& url, bool metrics_only) 
   return Status::Ok();
 }
 
+void NativeRpcServer::Impl::WatchListeners(bool watch) {
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    if (listeners[i].fd < 0) continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenerTag + i;
+    epoll_ctl(loops[0]->epfd, watch ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listeners[i].fd, &ev);
+  }
+}
+
+void NativeRpcServer::Impl::PauseAccepting(bool for_room, std::chrono::milliseconds at_least) {
+  if (accept_paused) return;
+  accept_paused = true;
+  resume_at = std::chrono::steady_clock::now() + at_least;
+  waiting_for_room.store(for_room);
+  WatchListeners(false);
+  if (for_room) {
+    log::Warn("client connection limit reached: new connections wait until one closes",
+              {log::F("max-connections", max_connections)});
+  } else {
+    log::Warn("out of file descriptors: not accepting client connections for now",
+              {log::F("open-connections", open_connections.load())});
+  }
+}
+
+void NativeRpcServer::Impl::Tick(EventLoop& loop) {
+  if (!accept_paused || &loop != loops[0].get() || loop.draining) return;
+  if (open_connections.load() >= max_connections) return;
+  if (std::chrono::steady_clock::now() < resume_at) return;
+  accept_paused = false;
+  waiting_for_room.store(false);
+  WatchListeners(true);  // level-triggered: clients waiting in the backlog are accepted at once
+}
+
 // Connections are spread over the loops round-robin; a loop adopts the ones handed to it.
 void NativeRpcServer::Impl::Accept(size_t listener) {
   while (listeners[listener].fd >= 0) {
+    if (open_connections.load() >= max_connections) {
+      return PauseAccepting(/*for_room=*/true, std::chrono::milliseconds(0));
+    }
     int fd = accept4(listeners[listener].fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or a failed accept (the listener stays)
+    if (fd < 0) {
+      // Out of descriptors (or kernel memory), the listener stays readable: watching it would
+      // spin. Anything else (EAGAIN, a client gone before it was accepted) leaves it watched.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        PauseAccepting(/*for_room=*/false, std::chrono::milliseconds(100));
+      }
+      return;
+    }
+    open_connections.fetch_add(1);
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     EventLoop& to = *loops[next_loop++ % loops.size()];
@@ -179,6 +245,15 @@ void NativeRpcServer::Shutdown(std::chrono::milliseconds grace) {
 NativeRpcServer::~NativeRpcServer() { Shutdown(std::chrono::milliseconds(0)); }
 
 const std::vector<int>& NativeRpcServer::ports() const { return impl_->ports; }
+
+size_t NativeRpcOptions::ConnectionLimit() const {
+  if (max_connections > 0) return max_connections;
+  const uint64_t files = common::OpenFileLimit();
+  if (files == 0) return size_t{1} << 16;  // unknown
+  const uint64_t reserve = std::max<uint64_t>(512, files / 8);
+  return files > 2 * reserve ? static_cast<size_t>(files - reserve)
+                             : static_cast<size_t>(files / 2);
+}
 
 NativeRpcOptions NativeRpcOptions::FromConfig(const common::EtcdConfig& cfg) {
   NativeRpcOptions o;

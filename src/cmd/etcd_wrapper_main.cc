@@ -25,6 +25,7 @@
 #include "etcdw/common/config.h"
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/open_files.h"
 #include "etcdw/common/stop.h"
 #include "etcdw/common/version.h"
 #include "etcdw/wrapper/app.h"
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
   // Block the stop signals before any thread starts, so only the signal thread receives them.
   etcdw::common::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
+  etcdw::common::RaiseOpenFileLimit();  // as Go raises it for etcd and gardener's sidecar
   etcdw::cmd::PollClientConnectionsPromptly();
   etcdw::cmd::RouteGrpcLogs();
   etcdw::cmd::DisableMutexDeadlockDetection();

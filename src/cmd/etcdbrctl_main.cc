@@ -20,6 +20,7 @@
 
 #include "etcdw/common/flags.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/open_files.h"
 #include "etcdw/common/stop.h"
 #include "etcdw/common/version.h"
 #include "etcdw/sidecar/etcd_config.h"
@@ -194,6 +195,7 @@ int Initialize(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   etcdw::common::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
+  etcdw::common::RaiseOpenFileLimit();  // as Go raises it for etcd and gardener's sidecar
   umask(0077);
   etcdw::cmd::PollClientConnectionsPromptly();
   etcdw::cmd::RouteGrpcLogs();

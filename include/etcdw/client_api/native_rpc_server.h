@@ -53,6 +53,13 @@ struct NativeRpcOptions {
   // protocol (for HTTP/2: its preface and its first frame's header) is closed. HTTP/2
   // connections after that, and HTTP/1.x connections idle between requests, are the keepalive's.
   std::chrono::milliseconds request_read_timeout = std::chrono::seconds(30);
+  // Client connections (every URL's together) open at once. At the limit, and while the
+  // process is out of file descriptors, nothing more is accepted: new clients wait in the
+  // listen backlog until a connection closes. 0: the open-file limit less a reserve for the
+  // store, the peers and snapshots (an eighth of it, at least 512; ConnectionLimit).
+  size_t max_connections = 0;
+  // max_connections, or what it stands for when it is 0.
+  size_t ConnectionLimit() const;
 
   // What a member's configuration asks for, one event loop per core.
   static NativeRpcOptions FromConfig(const common::EtcdConfig& cfg);
