@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -159,6 +160,65 @@ TEST_P(LimitsTest, ManyWatchersCostLittleAndEventsStillArrive) {
     EXPECT_LT(per_watcher, 1024) << "bytes per watcher";
   }
   ctx.TryCancel();
+}
+
+// A lease storm: thousands of leases, each with a key, expire at once. They are revoked at
+// etcd's rate (1,000 a second on the leader), every key goes, and writes are served meanwhile.
+TEST_P(LimitsTest, ALeaseStormIsRevokedWhileWritesAreServed) {
+  constexpr int kLeases = 5000;
+  constexpr int kThreads = 8;
+  Member m(GetParam());
+  ASSERT_TRUE(m.Start()) << m.log();
+  const uint64_t before = RssKiB(m.process().pid());
+  const auto grant_start = Clock::now();
+  std::vector<std::thread> granters;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < kThreads; ++t) {
+    granters.emplace_back([&, t] {
+      Client c(m.NewChannel());
+      for (int i = t; i < kLeases; i += kThreads) {
+        etcdserverpb::LeaseGrantRequest grant;
+        grant.set_ttl(3);
+        etcdserverpb::LeaseGrantResponse granted;
+        if (!c.lease->LeaseGrant(Ctx().get(), grant, &granted).ok() ||
+            !c.Put("l/" + std::to_string(i), "v", granted.id()).ok()) {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (auto& g : granters) g.join();
+  ASSERT_EQ(failed.load(), 0) << m.label();
+  const uint64_t granted_rss = RssKiB(m.process().pid());
+  const auto granting = Clock::now() - grant_start;
+  // Until every key is gone: a write and a count every 100 ms, the slowest write kept.
+  Client c(m.NewChannel());
+  const auto start = Clock::now();
+  Clock::duration slowest{};
+  int64_t left = kLeases;
+  while (left > 0 && Clock::now() - start < 60s) {
+    const auto put_start = Clock::now();
+    EXPECT_TRUE(c.Put("other", "v").ok()) << m.label();
+    slowest = std::max(slowest, Clock::now() - put_start);
+    etcdserverpb::RangeRequest count;
+    count.set_key("l/");
+    count.set_range_end("l0");
+    count.set_count_only(true);
+    etcdserverpb::RangeResponse counted;
+    ASSERT_TRUE(c.kv->Range(Ctx().get(), count, &counted).ok()) << m.label();
+    left = counted.count();
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto took = Clock::now() - start;
+  auto ms = [](Clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  std::cout << m.label() << ": " << kLeases << " leases with a key each granted in " << ms(granting)
+            << " ms (RSS " << before << " -> " << granted_rss << " KiB), TTL 3 s; all revoked "
+            << ms(took) << " ms after the last grant; slowest put meanwhile " << ms(slowest)
+            << " ms\n";
+  EXPECT_EQ(left, 0) << m.label() << ": keys of expired leases left after 60 s";
+  EXPECT_LT(slowest, 1s) << m.label();
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, LimitsTest,
