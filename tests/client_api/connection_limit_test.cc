@@ -74,6 +74,11 @@ TEST_F(ConnectionLimitTest, ConnectionsBeyondTheLimitWaitUntilOneCloses) {
 }
 
 TEST_F(ConnectionLimitTest, OutOfFileDescriptorsTheServerWaitsWithoutSpinningAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check opens a pipe to see whether memory is readable: without a descriptor it
+  // reports every virtual call as a bad one. The Release build runs this test.
+  GTEST_SKIP() << "needs descriptors the sanitizers take";
+#endif
   StartNative();
   rlimit saved{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
