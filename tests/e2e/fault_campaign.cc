@@ -64,6 +64,7 @@ std::shared_ptr<grpc::Channel> CampaignChannel(const std::string& endpoint) {
 // One client per member, to move to another member when a call fails.
 std::vector<std::unique_ptr<Client>> ClientsFor(const std::vector<std::string>& endpoints) {
   std::vector<std::unique_ptr<Client>> clients;
+  clients.reserve(endpoints.size());
   for (const auto& e : endpoints) clients.push_back(std::make_unique<Client>(CampaignChannel(e)));
   return clients;
 }
@@ -528,8 +529,15 @@ class Campaign {
     ++faults_[static_cast<size_t>(f.kind)];
     if (f.kind == FaultKind::kPauseLeader) {
       uint64_t paused_id = 0;
-      if (!WaitUntil([&] { return (paused_id = StatusOf(m).header().member_id()) != 0; },
-                     kRecoveryTimeout, milliseconds(20))) {
+      bool still_leader = false;  // a new election may have come between the two questions
+      if (!WaitUntil(
+              [&] {
+                etcdserverpb::StatusResponse st = StatusOf(m);
+                paused_id = st.header().member_id();
+                still_leader = paused_id != 0 && st.leader() == paused_id;
+                return paused_id != 0;
+              },
+              kRecoveryTimeout, milliseconds(20))) {
         return "cycle " + std::to_string(f.cycle) + ": " + m.name() + " did not answer Status";
       }
       m.process().Signal(SIGSTOP);
@@ -547,7 +555,7 @@ class Campaign {
           kRecoveryTimeout, milliseconds(20));
       std::this_thread::sleep_for(milliseconds(f.hold_ms));
       m.process().Signal(SIGCONT);
-      e.note = "paused " +
+      e.note = std::string(still_leader ? "" : "(no longer the leader) ") + "paused " +
                std::to_string(
                    std::chrono::duration_cast<milliseconds>(Clock::now() - paused_at).count()) +
                " ms";
@@ -612,6 +620,7 @@ std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles) {
   // The engine's output sequence is fixed by the standard; the draws below use only it.
   std::mt19937_64 rng(seed);
   std::vector<PlannedFault> plan;
+  plan.reserve(static_cast<size_t>(std::max(cycles, 0)));
   for (int i = 0; i < cycles; ++i) {
     PlannedFault f;
     f.cycle = i;
