@@ -1,0 +1,650 @@
+#include "e2e/fault_campaign.h"
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "servers.h"
+#include "sim/linearizability.h"
+#include "watch_requests.h"
+
+namespace etcdw::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMembers = 3;
+// Every client call's deadline: long enough for a loaded machine, short next to a fault.
+constexpr milliseconds kOpTimeout(1000);
+// A client pauses this long after a failed call before it tries the next member.
+constexpr milliseconds kRetryPause(50);
+// How long a member may take to be ready again, a new leader to be elected, the end of a round
+// to be read, the watcher to catch up.
+constexpr milliseconds kRecoveryTimeout(30000);
+// Every key the campaign writes starts with this (the watcher watches every key).
+const char* const kPrefix = "c/";
+
+// The one clock of the histories: nanoseconds since the campaign started.
+class HistoryClock {
+ public:
+  uint64_t Now() const {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count());
+  }
+  double Seconds() const { return static_cast<double>(Now()) / 1e9; }
+
+ private:
+  Clock::time_point start_ = Clock::now();
+};
+
+// A channel of its own to a member, with a short reconnect backoff: a restarted member is
+// reachable again within a fraction of a second instead of after gRPC's default backoff.
+std::shared_ptr<grpc::Channel> CampaignChannel(const std::string& endpoint) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+}
+
+// One client per member, to move to another member when a call fails.
+std::vector<std::unique_ptr<Client>> ClientsFor(const std::vector<std::string>& endpoints) {
+  std::vector<std::unique_ptr<Client>> clients;
+  clients.reserve(endpoints.size());
+  for (const auto& e : endpoints) clients.push_back(std::make_unique<Client>(CampaignChannel(e)));
+  return clients;
+}
+
+// An acknowledged write and the revision its answer named.
+struct AckedWrite {
+  int64_t revision = 0;
+  std::string key;
+  std::string value;
+};
+
+// What the clients of one round recorded; each client fills its own and the round merges them.
+struct ClientLog {
+  std::vector<sim::Operation> ops;
+  std::vector<AckedWrite> acked;
+  std::vector<std::string> unknown_inserts;  // keys of inserts whose outcome is unknown
+  uint64_t puts_ok = 0, puts_unknown = 0, gets_ok = 0, gets_failed = 0;
+  std::string error;  // a malformed answer
+};
+
+std::string RegisterKey(const std::string& round_prefix, uint64_t i) {
+  return round_prefix + "k" + std::to_string(i);
+}
+
+// A register client: puts (values unique over the whole campaign) and linearizable gets on the
+// round's keys, chosen by its own PRNG, until `stop`.
+void RunRegisterClient(const std::vector<std::string>& endpoints, const std::string& round_prefix,
+                       int keys, int client, uint64_t seed, const HistoryClock& clock,
+                       const std::atomic<bool>& stop, ClientLog* log) {
+  auto clients = ClientsFor(endpoints);
+  std::mt19937_64 rng(seed);
+  size_t target = static_cast<size_t>(client) % clients.size();
+  uint64_t seq = 0;
+  while (!stop.load()) {
+    sim::Operation op;
+    op.id = (static_cast<uint64_t>(client) << 40) | log->ops.size();
+    op.key = RegisterKey(round_prefix, rng() % static_cast<uint64_t>(keys));
+    bool failed = false;
+    if (rng() % 2 == 0) {
+      op.kind = sim::OpKind::kPut;
+      // Unique and non-zero: the client in the high digits, its sequence number below.
+      op.value = static_cast<int64_t>((static_cast<uint64_t>(client) + 1) * 1'000'000'000 + ++seq);
+      etcdserverpb::PutRequest req;
+      req.set_key(op.key);
+      req.set_value(std::to_string(op.value));
+      etcdserverpb::PutResponse resp;
+      auto ctx = Ctx(kOpTimeout);
+      op.call = clock.Now();
+      grpc::Status st = clients[target]->kv->Put(ctx.get(), req, &resp);
+      uint64_t ret = clock.Now();
+      if (st.ok()) {
+        op.ret = ret;
+        ++log->puts_ok;
+        log->acked.push_back({resp.header().revision(), op.key, req.value()});
+      } else {
+        // Sent or not, it may take effect at any time later: never returned.
+        op.ret = sim::kNeverReturned;
+        ++log->puts_unknown;
+        failed = true;
+      }
+      log->ops.push_back(op);
+    } else {
+      op.kind = sim::OpKind::kGet;
+      etcdserverpb::RangeRequest req;
+      req.set_key(op.key);
+      etcdserverpb::RangeResponse resp;
+      auto ctx = Ctx(kOpTimeout);
+      op.call = clock.Now();
+      grpc::Status st = clients[target]->kv->Range(ctx.get(), req, &resp);
+      uint64_t ret = clock.Now();
+      if (st.ok()) {
+        op.ret = ret;
+        op.value = 0;
+        if (resp.kvs_size() > 0) {
+          const std::string& v = resp.kvs(0).value();
+          char* end = nullptr;
+          op.value = std::strtoll(v.c_str(), &end, 10);
+          if (v.empty() || *end != '\0' || op.value == 0) {
+            log->error = "get of " + op.key + " answered the value '" + v + "'";
+            return;
+          }
+        }
+        ++log->gets_ok;
+        log->ops.push_back(op);
+      } else {
+        // A get with an unknown outcome constrains nothing: left out.
+        ++log->gets_failed;
+        failed = true;
+      }
+    }
+    if (failed) {
+      target = (target + 1) % clients.size();
+      std::this_thread::sleep_for(kRetryPause);
+    }
+  }
+}
+
+// An insert client: creates keys of its own, one after the other, until `stop`.
+void RunInsertClient(const std::vector<std::string>& endpoints, const std::string& round_prefix,
+                     int client, const std::atomic<bool>& stop, ClientLog* log) {
+  auto clients = ClientsFor(endpoints);
+  size_t target = static_cast<size_t>(client) % clients.size();
+  for (uint64_t seq = 0; !stop.load(); ++seq) {
+    etcdserverpb::PutRequest req;
+    req.set_key(round_prefix + "ins/" + std::to_string(client) + "/" + std::to_string(seq));
+    req.set_value("v" + std::to_string(seq));
+    etcdserverpb::PutResponse resp;
+    grpc::Status st = clients[target]->kv->Put(Ctx(kOpTimeout).get(), req, &resp);
+    if (st.ok()) {
+      ++log->puts_ok;
+      log->acked.push_back({resp.header().revision(), req.key(), req.value()});
+    } else {
+      ++log->puts_unknown;
+      log->unknown_inserts.push_back(req.key());
+      target = (target + 1) % clients.size();
+      std::this_thread::sleep_for(kRetryPause);
+    }
+  }
+}
+
+// A watcher of every campaign key from revision 1, moving to the next member whenever its stream
+// ends; it must see each revision once and in order.
+class Watcher {
+ public:
+  explicit Watcher(std::vector<std::string> endpoints) : endpoints_(std::move(endpoints)) {}
+  ~Watcher() { Stop(); }
+
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      if (ctx_ != nullptr) ctx_->TryCancel();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  // The next revision it expects: every revision below it has been seen.
+  int64_t next_revision() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return next_rev_;
+  }
+  std::string error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+  int reconnects() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reconnects_;
+  }
+  // After Stop: the events seen, by revision.
+  const std::map<int64_t, std::pair<std::string, std::string>>& events() const { return events_; }
+
+ private:
+  void Run() {
+    auto clients = ClientsFor(endpoints_);
+    size_t target = 0;
+    for (;;) {
+      auto ctx = std::make_unique<grpc::ClientContext>();
+      int64_t from = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_ || !error_.empty()) break;
+        ctx_ = ctx.get();
+        from = next_rev_ == kFirstEventRevision ? 1 : next_rev_;
+      }
+      auto stream = clients[target]->watch->Watch(ctx.get());
+      if (stream->Write(testsupport::CreateWatch(kPrefix, "c0", from))) {
+        etcdserverpb::WatchResponse resp;
+        while (stream->Read(&resp)) {
+          if (!Take(resp)) break;
+        }
+      }
+      ctx->TryCancel();
+      (void)stream->Finish();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ctx_ = nullptr;
+        if (stop_ || !error_.empty()) break;
+        ++reconnects_;
+      }
+      target = (target + 1) % clients.size();
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+
+  // Checks and records one response; false when the stream must not go on.
+  bool Take(const etcdserverpb::WatchResponse& resp) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (resp.canceled()) {
+      error_ = "the watch was canceled: " + resp.cancel_reason() + " (compact revision " +
+               std::to_string(resp.compact_revision()) + ")";
+      return false;
+    }
+    for (const auto& ev : resp.events()) {
+      int64_t rev = ev.kv().mod_revision();
+      if (rev != next_rev_) {
+        error_ = "the watcher expected revision " + std::to_string(next_rev_) + " and got " +
+                 std::to_string(rev) +
+                 (rev < next_rev_ ? " (seen twice or out of order)" : " (gap)") + " after " +
+                 std::to_string(reconnects_) + " reconnects";
+        return false;
+      }
+      events_[rev] = {ev.kv().key(), ev.kv().value()};
+      ++next_rev_;
+    }
+    return true;
+  }
+
+  // A new cluster is at revision 1 with no keys: the first write makes revision 2.
+  static constexpr int64_t kFirstEventRevision = 2;
+
+  std::vector<std::string> endpoints_;
+  std::thread thread_;
+  std::mutex mu_;
+  bool stop_ = false;
+  grpc::ClientContext* ctx_ = nullptr;
+  int64_t next_rev_ = kFirstEventRevision;
+  int reconnects_ = 0;
+  std::string error_;
+  std::map<int64_t, std::pair<std::string, std::string>> events_;
+};
+
+// One fault as it was carried out.
+struct ExecutedFault {
+  double at_s = 0;
+  PlannedFault plan;
+  std::string member;
+  std::string note;
+};
+
+class Campaign {
+ public:
+  explicit Campaign(const CampaignOptions& o) : o_(o), plan_(PlanFaults(o.seed, o.cycles)) {}
+
+  CampaignResult Run() {
+    std::string verdict = RunChecks();
+    CampaignResult r;
+    r.passed = verdict.empty();
+    std::ostringstream s;
+    s << "fault campaign: seed=" << o_.seed << " cycles=" << cycles_done_ << "/" << o_.cycles
+      << " ops=" << register_ops_ << " (puts ok " << puts_ok_ << ", unknown " << puts_unknown_
+      << "; gets ok " << gets_ok_ << ", failed " << gets_failed_ << ") inserts=" << inserts_ok_
+      << " acked, " << inserts_unknown_ << " unknown; watch events=" << watch_events_ << " ("
+      << watch_reconnects_ << " reconnects); faults:";
+    for (int k = 0; k < kFaultKinds; ++k) {
+      s << " " << FaultName(static_cast<FaultKind>(k)) << "=" << faults_[static_cast<size_t>(k)];
+    }
+    s << "; " << check_steps_ << " checker steps; " << clock_.Seconds()
+      << " s; verdict=" << (r.passed ? "PASS" : "FAIL");
+    r.summary = s.str();
+    if (!r.passed) {
+      std::ostringstream f;
+      f << verdict << "\nreplay with ETCDW_CAMPAIGN_SEED=" << o_.seed
+        << " ETCDW_CAMPAIGN_CYCLES=" << o_.cycles << "\nplanned schedule:\n"
+        << DescribePlan(plan_) << "executed:\n";
+      for (const auto& e : executed_) {
+        f << "  t=" << e.at_s << "s cycle " << e.plan.cycle << ": " << FaultName(e.plan.kind) << " "
+          << e.member << " " << e.note << "\n";
+      }
+      if (cluster_) f << cluster_->LogTails();
+      r.failure = f.str();
+    }
+    return r;
+  }
+
+ private:
+  // Runs the campaign; an empty string when every check passed, else what failed.
+  std::string RunChecks() {
+    cluster_ = std::make_unique<TestCluster>(kMembers);
+    if (!cluster_->StartAll()) return "the cluster did not start";
+    if (cluster_->WaitForLeader() < 0) return "the new cluster elected no leader";
+    for (int i = 0; i < kMembers; ++i) endpoints_.push_back(cluster_->member(i).endpoint());
+    Watcher watcher(endpoints_);
+    watcher.Start();
+    std::string failure;
+    int round = 0;
+    for (size_t next = 0; next < plan_.size() && failure.empty(); ++round) {
+      size_t end = std::min(plan_.size(), next + static_cast<size_t>(o_.cycles_per_round));
+      failure = RunRound(round, next, end);
+      next = end;
+    }
+    if (failure.empty()) failure = CheckWatcher(watcher);
+    watcher.Stop();
+    watch_events_ = watcher.events().size();
+    watch_reconnects_ = watcher.reconnects();
+    return failure;
+  }
+
+  // Cycles [first, end) of the plan with a fresh workload, then the round's checks.
+  std::string RunRound(int round, size_t first, size_t end) {
+    const std::string prefix = std::string(kPrefix) + "r" + std::to_string(round) + "/";
+    std::atomic<bool> stop{false};
+    std::vector<ClientLog> regs(static_cast<size_t>(o_.register_clients));
+    std::vector<ClientLog> inserts(static_cast<size_t>(o_.insert_clients));
+    std::vector<std::thread> threads;
+    for (int c = 0; c < o_.register_clients; ++c) {
+      uint64_t client_seed =
+          o_.seed * 1'000'003 + static_cast<uint64_t>(round) * 101 + static_cast<uint64_t>(c);
+      threads.emplace_back(RunRegisterClient, std::cref(endpoints_), prefix, o_.register_keys, c,
+                           client_seed, std::cref(clock_), std::cref(stop),
+                           &regs[static_cast<size_t>(c)]);
+    }
+    for (int c = 0; c < o_.insert_clients; ++c) {
+      threads.emplace_back(RunInsertClient, std::cref(endpoints_), prefix, c, std::cref(stop),
+                           &inserts[static_cast<size_t>(c)]);
+    }
+    std::string failure;
+    for (size_t i = first; i < end && failure.empty(); ++i) {
+      failure = RunCycle(plan_[i]);
+      if (failure.empty()) ++cycles_done_;
+    }
+    stop = true;
+    for (auto& t : threads) t.join();
+    if (!failure.empty()) return failure;
+
+    // The cluster is whole again: read each register once more, then check the round.
+    std::vector<sim::Operation> history;
+    for (auto& log : regs) {
+      if (!log.error.empty()) return log.error;
+      history.insert(history.end(), log.ops.begin(), log.ops.end());
+      puts_ok_ += log.puts_ok;
+      puts_unknown_ += log.puts_unknown;
+      gets_ok_ += log.gets_ok;
+      gets_failed_ += log.gets_failed;
+      acked_.insert(acked_.end(), log.acked.begin(), log.acked.end());
+    }
+    for (int k = 0; k < o_.register_keys; ++k) {
+      sim::Operation op;
+      op.id = (uint64_t{1} << 60) | static_cast<uint64_t>(k);
+      op.key = RegisterKey(prefix, static_cast<uint64_t>(k));
+      etcdserverpb::RangeResponse resp;
+      if (!ReadEventually(op.key, "", &resp, &op.call, &op.ret)) {
+        return "round " + std::to_string(round) + ": no member answered the final read of " +
+               op.key;
+      }
+      op.value = resp.kvs_size() > 0 ? std::strtoll(resp.kvs(0).value().c_str(), nullptr, 10) : 0;
+      history.push_back(op);
+    }
+    register_ops_ += history.size();
+    if (std::none_of(regs.begin(), regs.end(), [](const ClientLog& l) { return l.puts_ok > 0; }) ||
+        std::none_of(regs.begin(), regs.end(), [](const ClientLog& l) { return l.gets_ok > 0; })) {
+      return "round " + std::to_string(round) + ": the register clients made no progress";
+    }
+    sim::CheckResult lin = sim::CheckLinearizable(history);
+    check_steps_ += lin.steps;
+    if (lin.verdict != sim::Verdict::kLinearizable) {
+      return "round " + std::to_string(round) + ": the history of " + lin.key + " is " +
+             sim::VerdictName(lin.verdict) + " (" + std::to_string(history.size()) +
+             " operations in the round, " + std::to_string(lin.steps) + " search steps):\n" +
+             lin.detail;
+    }
+    return CheckInserts(round, prefix, inserts);
+  }
+
+  // Every acknowledged insert is there with its value; nothing is there that nobody wrote.
+  std::string CheckInserts(int round, const std::string& prefix,
+                           const std::vector<ClientLog>& inserts) {
+    const std::string from = prefix + "ins/";
+    std::string to = from;
+    to.back() = static_cast<char>(to.back() + 1);
+    etcdserverpb::RangeResponse resp;
+    uint64_t call = 0, ret = 0;
+    if (!ReadEventually(from, to, &resp, &call, &ret)) {
+      return "round " + std::to_string(round) + ": no member answered the read of the inserts";
+    }
+    std::map<std::string, std::string> present;
+    for (const auto& kv : resp.kvs()) present[kv.key()] = kv.value();
+    size_t acked = 0;
+    for (const auto& log : inserts) {
+      inserts_ok_ += log.puts_ok;
+      inserts_unknown_ += log.puts_unknown;
+      acked += log.acked.size();
+      for (const auto& w : log.acked) {
+        auto it = present.find(w.key);
+        if (it == present.end()) {
+          return "round " + std::to_string(round) + ": the acknowledged insert " + w.key +
+                 " (revision " + std::to_string(w.revision) + ") is lost";
+        }
+        if (it->second != w.value) {
+          return "round " + std::to_string(round) + ": " + w.key + " holds '" + it->second +
+                 "', not the acknowledged '" + w.value + "'";
+        }
+        present.erase(it);
+      }
+      acked_.insert(acked_.end(), log.acked.begin(), log.acked.end());
+    }
+    for (const auto& log : inserts) {
+      for (const auto& k : log.unknown_inserts) present.erase(k);
+    }
+    if (!present.empty()) {
+      return "round " + std::to_string(round) + ": " + present.begin()->first +
+             " is there but no client wrote it";
+    }
+    if (acked == 0) return "round " + std::to_string(round) + ": no insert was acknowledged";
+    return "";
+  }
+
+  // The watcher reaches the last revision and saw each acknowledged write at its revision.
+  std::string CheckWatcher(Watcher& watcher) {
+    etcdserverpb::RangeResponse resp;
+    uint64_t call = 0, ret = 0;
+    if (!ReadEventually(kPrefix, "c0", &resp, &call, &ret)) {
+      return "no member answered the last read";
+    }
+    const int64_t last = resp.header().revision();
+    bool caught_up =
+        WaitUntil([&] { return watcher.next_revision() > last || !watcher.error().empty(); },
+                  kRecoveryTimeout, milliseconds(20));
+    watcher.Stop();
+    if (!watcher.error().empty()) return watcher.error();
+    if (!caught_up) {
+      return "the watcher did not reach revision " + std::to_string(last) + " (it expects " +
+             std::to_string(watcher.next_revision()) + ")";
+    }
+    const auto& events = watcher.events();
+    for (const auto& w : acked_) {
+      auto it = events.find(w.revision);
+      if (it == events.end() || it->second.first != w.key || it->second.second != w.value) {
+        return "the acknowledged write of " + w.key + "=" + w.value + " at revision " +
+               std::to_string(w.revision) + " is not what the watcher saw at that revision";
+      }
+    }
+    return "";
+  }
+
+  // A linearizable read of [key, end) through any member, retried until one answers.
+  bool ReadEventually(const std::string& key, const std::string& end,
+                      etcdserverpb::RangeResponse* resp, uint64_t* call, uint64_t* ret) {
+    int target = 0;
+    return WaitUntil(
+        [&] {
+          etcdserverpb::RangeRequest req;
+          req.set_key(key);
+          req.set_range_end(end);
+          *call = clock_.Now();
+          grpc::Status st =
+              cluster_->member(target).client().kv->Range(Ctx(kOpTimeout).get(), req, resp);
+          *ret = clock_.Now();
+          target = (target + 1) % kMembers;
+          return st.ok();
+        },
+        kRecoveryTimeout, milliseconds(50));
+  }
+
+  // The quiet time, the fault, the recovery; a failure of liveness returns what did not recover.
+  std::string RunCycle(const PlannedFault& f) {
+    std::this_thread::sleep_for(milliseconds(f.quiet_ms));
+    int leader = cluster_->WaitForLeader(kRecoveryTimeout);
+    if (leader < 0) return "cycle " + std::to_string(f.cycle) + ": no leader before the fault";
+    int victim = leader;
+    if (f.kind == FaultKind::kKillFollower) {
+      std::vector<int> followers;
+      for (int i = 0; i < kMembers; ++i) {
+        if (i != leader) followers.push_back(i);
+      }
+      victim = followers[static_cast<size_t>(f.follower_pick) % followers.size()];
+    }
+    Member& m = cluster_->member(victim);
+    ExecutedFault e{clock_.Seconds(), f, m.name(), ""};
+    ++faults_[static_cast<size_t>(f.kind)];
+    if (f.kind == FaultKind::kPauseLeader) {
+      uint64_t paused_id = 0;
+      bool still_leader = false;  // a new election may have come between the two questions
+      if (!WaitUntil(
+              [&] {
+                etcdserverpb::StatusResponse st = StatusOf(m);
+                paused_id = st.header().member_id();
+                still_leader = paused_id != 0 && st.leader() == paused_id;
+                return paused_id != 0;
+              },
+              kRecoveryTimeout, milliseconds(20))) {
+        return "cycle " + std::to_string(f.cycle) + ": " + m.name() + " did not answer Status";
+      }
+      m.process().Signal(SIGSTOP);
+      auto paused_at = Clock::now();
+      // Paused until another member leads (an election happened without it), then hold_ms more.
+      bool elected = WaitUntil(
+          [&] {
+            for (int i = 0; i < kMembers; ++i) {
+              if (i == victim) continue;
+              etcdserverpb::StatusResponse st = StatusOf(cluster_->member(i));
+              if (st.leader() != 0 && st.leader() != paused_id) return true;
+            }
+            return false;
+          },
+          kRecoveryTimeout, milliseconds(20));
+      std::this_thread::sleep_for(milliseconds(f.hold_ms));
+      m.process().Signal(SIGCONT);
+      e.note = std::string(still_leader ? "" : "(no longer the leader) ") + "paused " +
+               std::to_string(
+                   std::chrono::duration_cast<milliseconds>(Clock::now() - paused_at).count()) +
+               " ms";
+      executed_.push_back(e);
+      if (!elected) {
+        return "cycle " + std::to_string(f.cycle) + ": no new leader while " + m.name() +
+               " was paused";
+      }
+    } else {
+      m.Kill();
+      std::this_thread::sleep_for(milliseconds(f.hold_ms));
+      bool launched = m.Launch(cluster_->SettingsFor({}));
+      e.note = "down " + std::to_string(f.hold_ms) + " ms";
+      executed_.push_back(e);
+      if (!launched) return "cycle " + std::to_string(f.cycle) + ": " + m.name() + " did not start";
+    }
+    for (int i = 0; i < kMembers; ++i) {
+      if (!cluster_->member(i).WaitReady(kRecoveryTimeout)) {
+        return "cycle " + std::to_string(f.cycle) + ": " + cluster_->member(i).name() +
+               " was not ready again within " + std::to_string(kRecoveryTimeout.count()) + " ms";
+      }
+    }
+    return "";
+  }
+
+  static etcdserverpb::StatusResponse StatusOf(Member& m) {
+    etcdserverpb::StatusRequest req;
+    etcdserverpb::StatusResponse resp;
+    (void)m.client().maintenance->Status(Ctx(milliseconds(500)).get(), req, &resp);
+    return resp;
+  }
+
+  CampaignOptions o_;
+  std::vector<PlannedFault> plan_;
+  HistoryClock clock_;
+  std::unique_ptr<TestCluster> cluster_;
+  std::vector<std::string> endpoints_;
+  std::vector<ExecutedFault> executed_;
+  std::vector<AckedWrite> acked_;
+  std::array<int, kFaultKinds> faults_{};
+  int cycles_done_ = 0;
+  uint64_t register_ops_ = 0, puts_ok_ = 0, puts_unknown_ = 0, gets_ok_ = 0, gets_failed_ = 0;
+  uint64_t inserts_ok_ = 0, inserts_unknown_ = 0, watch_events_ = 0, check_steps_ = 0;
+  int watch_reconnects_ = 0;
+};
+
+}  // namespace
+
+const char* FaultName(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kKillLeader:
+      return "kill-leader";
+    case FaultKind::kKillFollower:
+      return "kill-follower";
+    case FaultKind::kPauseLeader:
+      return "pause-leader";
+  }
+  return "?";
+}
+
+std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles) {
+  // The engine's output sequence is fixed by the standard; the draws below use only it.
+  std::mt19937_64 rng(seed);
+  std::vector<PlannedFault> plan;
+  plan.reserve(static_cast<size_t>(std::max(cycles, 0)));
+  for (int i = 0; i < cycles; ++i) {
+    PlannedFault f;
+    f.cycle = i;
+    f.quiet_ms = 300 + static_cast<int>(rng() % 900);
+    f.kind = static_cast<FaultKind>(rng() % kFaultKinds);
+    f.follower_pick = static_cast<int>(rng() % 2);
+    f.hold_ms = f.kind == FaultKind::kPauseLeader ? 200 + static_cast<int>(rng() % 800)
+                                                  : 200 + static_cast<int>(rng() % 1300);
+    plan.push_back(f);
+  }
+  return plan;
+}
+
+std::string DescribePlan(const std::vector<PlannedFault>& plan) {
+  std::ostringstream s;
+  for (const auto& f : plan) {
+    s << "  cycle " << f.cycle << ": after " << f.quiet_ms << " ms " << FaultName(f.kind);
+    if (f.kind == FaultKind::kKillFollower) s << " (follower " << f.follower_pick << ")";
+    s << (f.kind == FaultKind::kPauseLeader ? ", until a new leader + " : ", down ") << f.hold_ms
+      << " ms\n";
+  }
+  return s.str();
+}
+
+CampaignResult RunCampaign(const CampaignOptions& options) { return Campaign(options).Run(); }
+
+}  // namespace etcdw::testing
