@@ -121,7 +121,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   // The leases in the store, known without expiry until this member leads (a follower lists
   // them and forwards their keepalives).
   s->lessor_->Reset(s->kv_->leases().List());
-  s->quota_ = std::make_unique<Quota>(*s->engine_, cfg.quota_backend_bytes);
+  s->quota_ = std::make_unique<Quota>(*s->engine_, cfg.quota_backend_bytes, member_dir);
 
   WatchHubOptions wo;
   wo.fragment_bytes = cfg.max_request_bytes + (size_t{512} << 10);

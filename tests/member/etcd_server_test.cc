@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "etcdw/common/etcd_errors.h"
+#include "etcdw/member/quota.h"
 #include "etcdw/member/watch_hub.h"
 #include "support/await.h"
 #include "support/local_member.h"
@@ -493,6 +494,23 @@ TEST_F(EtcdServerTest, QuotaRaisesNoSpaceAlarmReadsContinueDisarmRestoresWrites)
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->alarms_size(), 1);
   EXPECT_TRUE(Put("tiny", "x").ok());
+}
+
+// The disk counts as quota: a request is refused once the filesystem would keep less free than
+// the reserve (the e2e FullDiskTest fills a real small filesystem).
+TEST(QuotaTest, TheDisksFreeSpaceBelowTheReserveRefusesRequests) {
+  testsupport::ScratchDir dir("quota");
+  ASSERT_FALSE(dir.path().empty());
+  auto engine = storage::Engine::Open(dir.path() + "/store", {});
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Quota roomy(**engine, 0, dir.path(), /*disk_reserve=*/0);
+  EXPECT_TRUE(roomy.Available(4096));
+  EXPECT_GT(roomy.DiskFree(), 4096u);
+  Quota full(**engine, -1, dir.path(), /*disk_reserve=*/UINT64_MAX / 2);
+  EXPECT_FALSE(full.Available(4096)) << "even with an unlimited quota";
+  EXPECT_TRUE(full.Available(0)) << "requests that do not grow the store pass";
+  Quota unchecked(**engine, -1, "", UINT64_MAX / 2);
+  EXPECT_TRUE(unchecked.Available(4096));
 }
 
 }  // namespace
