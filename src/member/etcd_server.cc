@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "etcdw/common/etcd_errors.h"
@@ -39,6 +40,12 @@ uint64_t InitialRequestId(uint64_t member_id) {
 Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& cfg,
                                                      const common::Clock& clock) {
   std::unique_ptr<EtcdServer> s(new EtcdServer(cfg, clock));
+  if (std::getenv("ETCDW_TEST_UNSAFE_LOCAL_READS") != nullptr) {
+    s->unsafe_local_reads_ = true;
+    log::Warn(
+        "ETCDW_TEST_UNSAFE_LOCAL_READS is set: this member serves STALE linearizable "
+        "reads (a deliberately broken build for tests); never set it in production");
+  }
   std::string member_dir = cfg.data_dir + "/member";
   if (mkdir(member_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return InvalidArgument("data-dir: cannot create \"" + member_dir +

@@ -30,7 +30,9 @@ void EtcdServer::Range(const etcdserverpb::RangeRequest& r,
     if (AuthChangedSince(who)) return reply(errors::AuthOldRevision());
     reply(std::move(resp));
   };
-  if (r.serializable() || node_->CanReadLocally()) return serve(Status::Ok());
+  if (r.serializable() || node_->CanReadLocally() || unsafe_local_reads_) {
+    return serve(Status::Ok());
+  }
   // Confirmed on the node's thread; the read itself runs on a read thread.
   node_->ReadIndex([this, serve](Status st) { reads_->Submit([serve, st] { serve(st); }); });
 }

@@ -29,6 +29,21 @@ TEST_P(FaultCampaignTest, KillsAndPausesKeepHistoriesLinearizableAndWritesAndWat
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FaultCampaignTest, ::testing::Values(1, 2, 3));
 
+// The campaign catches a broken build: members that serve linearizable reads from their own
+// store (ETCDW_TEST_UNSAFE_LOCAL_READS) let a client read a value older than one another client
+// already saw acknowledged.
+TEST(FaultCampaignBrokenBuildTest, CatchesLinearizableReadsServedWithoutReadIndex) {
+  setenv("ETCDW_TEST_UNSAFE_LOCAL_READS", "1", 1);  // inherited by the members
+  CampaignOptions o;
+  o.seed = 1;
+  o.cycles = 4;
+  CampaignResult r = RunCampaign(o);
+  unsetenv("ETCDW_TEST_UNSAFE_LOCAL_READS");
+  std::cout << r.summary << std::endl;
+  EXPECT_FALSE(r.passed) << "stale reads went unnoticed";
+  EXPECT_NE(r.failure.find("NOT linearizable"), std::string::npos) << r.failure.substr(0, 2000);
+}
+
 // The variable's value as an unsigned number; `fallback` when it is unset.
 uint64_t CampaignEnv(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);

@@ -348,6 +348,10 @@ class EtcdServer {
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
   std::function<void(const Status&)> on_fatal_;  // set before Start
+  // A deliberately broken member, for tests that must catch it (the fault campaign): with
+  // ETCDW_TEST_UNSAFE_LOCAL_READS in the environment, linearizable reads are served from the
+  // local store without a ReadIndex round, as serializable ones. Logged loudly at start.
+  bool unsafe_local_reads_ = false;
 
   std::mutex soon_mu_;
   std::vector<std::function<void()>> soon_ ABSL_GUARDED_BY(soon_mu_);  // RunSoon's queue
