@@ -82,6 +82,8 @@ std::optional<size_t> ParseSize(std::string_view s, int base) {
   return v;
 }
 
+constexpr size_t kMaxChunkLine = 1024;
+
 // Decodes the chunked body starting at `in`: kComplete with *consumed set (through the trailer
 // section's blank line), kIncomplete, kBadRequest or kBodyTooLarge.
 Http1Parse::Result Dechunk(std::string_view in, size_t max_body, std::string* body,
@@ -89,9 +91,12 @@ Http1Parse::Result Dechunk(std::string_view in, size_t max_body, std::string* bo
   body->clear();
   size_t at = 0;
   while (true) {
+    // A chunk-size line (extensions included) is at most kMaxChunkLine bytes, whether it is
+    // seen whole or still arriving (then the '\r' of its end may be in already).
     const size_t eol = in.find("\r\n", at);
     if (eol == std::string_view::npos)
-      return in.size() - at > 1024 ? Http1Parse::kBadRequest : Http1Parse::kIncomplete;
+      return in.size() - at > kMaxChunkLine + 1 ? Http1Parse::kBadRequest : Http1Parse::kIncomplete;
+    if (eol - at > kMaxChunkLine) return Http1Parse::kBadRequest;
     std::string_view size_line = in.substr(at, eol - at);
     size_line = Trim(size_line.substr(0, size_line.find(';')));  // extensions are ignored
     const auto size = ParseSize(size_line, 16);
@@ -144,7 +149,10 @@ Http1Parse ParseHttp1Request(std::string_view in, size_t max_head, size_t max_bo
   while (in.substr(start, 2) == "\r\n") start += 2;
   const size_t head_end = in.find("\r\n\r\n", start);
   if (head_end == std::string_view::npos) {
-    p.result = in.size() - start > max_head ? Http1Parse::kHeadTooLarge : Http1Parse::kIncomplete;
+    // The bytes in may end with the first three of the blank line, which is not part of the
+    // head: only beyond those is the head known to be too large.
+    p.result =
+        in.size() - start > max_head + 3 ? Http1Parse::kHeadTooLarge : Http1Parse::kIncomplete;
     return p;
   }
   if (head_end - start > max_head) {

@@ -102,6 +102,44 @@ TEST(Http1RequestTest, MalformedAndOversizedRequestsAreRefused) {
   EXPECT_TRUE(req.ExpectsContinue());
 }
 
+TEST(Http1RequestTest, AHeadAtTheLimitParsesWhateverTheReadsAre) {
+  // Found by fuzz/http1_request_fuzzer: a head of exactly the limit was refused (431) when a read
+  // ended inside the blank line that closes it, and accepted when it arrived whole.
+  const std::string head = "GET /health HTTP/1.1\r\nHost: " + std::string(30, 'h');
+  const std::string in = head + "\r\n\r\n";
+  Http1Request req;
+  EXPECT_EQ(ParseHttp1Request(in, head.size(), 0, &req).result, Http1Parse::kComplete);
+  for (size_t n = 0; n < in.size(); ++n) {
+    EXPECT_EQ(ParseHttp1Request(in.substr(0, n), head.size(), 0, &req).result,
+              Http1Parse::kIncomplete)
+        << n;
+  }
+  EXPECT_EQ(ParseHttp1Request(head + "\r\n\rX", head.size(), 0, &req).result,
+            Http1Parse::kHeadTooLarge);
+  EXPECT_EQ(ParseHttp1Request(in, head.size() - 1, 0, &req).result, Http1Parse::kHeadTooLarge);
+}
+
+TEST(Http1RequestTest, AChunkSizeLineIsBoundedWhateverTheReadsAre) {
+  // Found by fuzz/http1_request_fuzzer: a chunk-size line over 1 KiB (its extensions) was refused
+  // while it arrived, and accepted when it came whole. Both refuse it now; 1 KiB is accepted.
+  const std::string head = "POST /v3/kv/put HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (size_t line : {size_t{1024}, size_t{1025}}) {
+    const std::string size_line = "2;x=" + std::string(line - 4, 'e');
+    const std::string in = head + size_line + "\r\n{}\r\n0\r\n\r\n";
+    Http1Request req;
+    const Http1Parse::Result whole = ParseAll(in, &req).result;
+    EXPECT_EQ(whole, line == 1024 ? Http1Parse::kComplete : Http1Parse::kBadRequest) << line;
+    for (size_t n = head.size(); n < head.size() + size_line.size() + 2; ++n) {
+      const Http1Parse::Result part = ParseAll(in.substr(0, n), &req).result;
+      if (whole == Http1Parse::kComplete) {
+        EXPECT_EQ(part, Http1Parse::kIncomplete) << line << " " << n;
+      } else {
+        EXPECT_NE(part, Http1Parse::kComplete) << line << " " << n;
+      }
+    }
+  }
+}
+
 TEST(GatewayTest, ErrorsAreGrpcGatewaysBodiesAndStatuses) {
   EXPECT_EQ(
       GatewayErrorBody(Status(Code::kInvalidArgument, "a \"<b>\" & c\n")),
