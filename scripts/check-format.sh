@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if git rev-parse --git-dir >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files 'src/*.cc' 'src/*.h' 'include/*.h' 'tests/*.cc' 'tests/*.h' \
-    'bench/*.cc' 'bench/*.h')
+    'bench/*.cc' 'bench/*.h' 'fuzz/*.cc')
 else
-  mapfile -t files < <(find src include tests bench -name '*.cc' -o -name '*.h' | sort)
+  mapfile -t files < <(find src include tests bench fuzz -name '*.cc' -o -name '*.h' | sort)
 fi
 bad=()
 for f in "${files[@]}"; do

@@ -8,6 +8,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git clang-format clang-tidy
+  # clang and libFuzzer for the fuzzing harnesses (fuzz/, scripts/fuzz.sh)
+  clang libfuzzer-14-dev
   # libraries
   libboost-dev libboost-system-dev libssl-dev librocksdb-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

@@ -6,7 +6,8 @@
 #   3. checks the sources: the allowed includes of each library (scripts/check-includes.sh), the
 #      formatting (scripts/check-format.sh) and clang-tidy on the files the last commit and the
 #      working tree changed (scripts/check-tidy.sh; ETCDW_TIDY_BASE=<commit> widens it);
-#   4. builds the unit tests under AddressSanitizer+UBSan and runs them.
+#   4. builds the unit tests under AddressSanitizer+UBSan and runs them,
+#   5. builds the libFuzzer harnesses (clang) and runs each briefly (scripts/fuzz.sh brief).
 # Ends with one line "N passed, N failed". Exit status 0 only if everything passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +72,9 @@ else
   status=1
   total_fail=$((total_fail + 1))
 fi
+
+# The libFuzzer harnesses (fuzz/), built with clang in build/fuzz, each run briefly on its corpus.
+run_check fuzz scripts/fuzz.sh brief
 
 echo "${total_pass} passed, ${total_fail} failed"
 exit "$status"
