@@ -83,6 +83,7 @@ std::optional<size_t> ParseSize(std::string_view s, int base) {
 }
 
 constexpr size_t kMaxChunkLine = 1024;
+constexpr size_t kMaxTrailerBytes = 4096;
 
 // Decodes the chunked body starting at `in`: kComplete with *consumed set (through the trailer
 // section's blank line), kIncomplete, kBadRequest or kBodyTooLarge.
@@ -109,10 +110,17 @@ Http1Parse::Result Dechunk(std::string_view in, size_t max_body, std::string* bo
     body->append(in.substr(at, *size));
     at += *size + 2;
   }
-  // Trailer fields, up to a blank line; they are not kept.
+  // Trailer fields, up to a blank line; they are not kept. At most kMaxTrailerBytes, whether
+  // seen whole or still arriving (Go's server refuses a trailer whose end is not within its
+  // 4 KiB read buffer), so a client cannot grow the connection's buffer with trailer lines.
+  const size_t trailer_at = at;
   while (true) {
     const size_t eol = in.find("\r\n", at);
-    if (eol == std::string_view::npos) return Http1Parse::kIncomplete;
+    if (eol == std::string_view::npos) {
+      return in.size() - trailer_at > kMaxTrailerBytes ? Http1Parse::kBadRequest
+                                                       : Http1Parse::kIncomplete;
+    }
+    if (eol + 2 - trailer_at > kMaxTrailerBytes) return Http1Parse::kBadRequest;
     const bool blank = eol == at;
     at = eol + 2;
     if (blank) break;

@@ -140,6 +140,37 @@ TEST(Http1RequestTest, AChunkSizeLineIsBoundedWhateverTheReadsAre) {
   }
 }
 
+TEST(Http1RequestTest, ChunkedTrailersAreBoundedWhateverTheReadsAre) {
+  // Trailer lines used to be read without end (each one "incomplete"), growing the connection's
+  // buffer; the trailer section now holds at most 4 KiB, blank line included.
+  const std::string head = "POST /v3/kv/put HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string chunks = "2\r\n{}\r\n0\r\n";
+  for (size_t trailer : {size_t{4096}, size_t{4097}}) {
+    const std::string field = "X-T: " + std::string(trailer - 9, 't') + "\r\n";  // + "\r\n"
+    const std::string in = head + chunks + field + "\r\n";
+    Http1Request req;
+    const Http1Parse::Result whole = ParseAll(in, &req).result;
+    EXPECT_EQ(whole, trailer == 4096 ? Http1Parse::kComplete : Http1Parse::kBadRequest) << trailer;
+    for (size_t n = head.size() + chunks.size(); n < in.size(); n += 97) {
+      const Http1Parse::Result part = ParseAll(in.substr(0, n), &req).result;
+      if (whole == Http1Parse::kComplete) {
+        EXPECT_EQ(part, Http1Parse::kIncomplete) << trailer << " " << n;
+      } else {
+        EXPECT_NE(part, Http1Parse::kComplete) << trailer << " " << n;
+      }
+    }
+  }
+  // Endless trailer lines are refused once past the bound.
+  std::string endless = head + chunks;
+  Http1Parse::Result r = Http1Parse::kIncomplete;
+  for (int i = 0; i < 1000 && r == Http1Parse::kIncomplete; ++i) {
+    endless += "X-A: b\r\n";
+    Http1Request req;
+    r = ParseAll(endless, &req).result;
+  }
+  EXPECT_EQ(r, Http1Parse::kBadRequest);
+}
+
 TEST(GatewayTest, ErrorsAreGrpcGatewaysBodiesAndStatuses) {
   EXPECT_EQ(
       GatewayErrorBody(Status(Code::kInvalidArgument, "a \"<b>\" & c\n")),
