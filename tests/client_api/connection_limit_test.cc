@@ -23,10 +23,6 @@ class ConnectionLimitTest : public NativeRpcServerTest {
  protected:
   static constexpr char kHealth[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
-  static bool Send(int fd, const std::string& bytes) {
-    return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-  }
-
   // Whatever arrives on `fd` within `wait` (the connection is left open).
   static std::string ReadFor(int fd, std::chrono::milliseconds wait) {
     timeval tv{0, static_cast<suseconds_t>(std::chrono::microseconds(wait).count())};
@@ -57,10 +53,10 @@ TEST_F(ConnectionLimitTest, ConnectionsBeyondTheLimitWaitUntilOneCloses) {
   std::this_thread::sleep_for(200ms);  // accepted
   int waiting = ConnectRaw();          // the kernel completes the handshake; we do not accept
   ASSERT_GE(waiting, 0);
-  ASSERT_TRUE(Send(waiting, kHealth));
+  ASSERT_TRUE(SendAll(waiting, kHealth));
   EXPECT_EQ(ReadFor(waiting, 700ms), "") << "not served beyond the limit";
   // One of the three serves on, then closes: the waiting client is taken.
-  ASSERT_TRUE(Send(held[0], kHealth));
+  ASSERT_TRUE(SendAll(held[0], kHealth));
   std::string got;
   EXPECT_TRUE(ReadUntilClosed(held[0], &got));
   EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
@@ -111,7 +107,7 @@ TEST_F(ConnectionLimitTest, OutOfFileDescriptorsTheServerWaitsWithoutSpinningAnd
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
   int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd, kHealth));
+  ASSERT_TRUE(SendAll(fd, kHealth));
   std::string got;
   EXPECT_TRUE(ReadUntilClosed(fd, &got));
   EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;

@@ -59,18 +59,24 @@ class NativeRpcServerTest : public ::testing::Test {
                                      grpc::InsecureChannelCredentials(), args);
   }
 
-  // A plain TCP connection to the native server (-1 on failure), for clients that are not gRPC.
-  int ConnectRaw() const {
+  // A plain TCP connection to the native server's listener `listener` (-1 on failure), for
+  // clients that are not gRPC.
+  int ConnectRaw(size_t listener = 0) const {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(0)));
+    addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(listener)));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       close(fd);
       return -1;
     }
     return fd;
+  }
+
+  // Sends all of `bytes` on `fd` (false if the connection took fewer).
+  static bool SendAll(int fd, const std::string& bytes) {
+    return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
   }
 
   // Reads from `fd` into *got until the server closes the connection (true) or 5 s pass

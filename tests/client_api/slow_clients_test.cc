@@ -3,7 +3,6 @@
 // does not arrive whole in time, or whose body pauses too long, is answered 408 and its
 // connection closed; idle keep-alive connections, gRPC clients and everyone else are served on.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,28 +30,10 @@ class SlowClientsTest : public NativeRpcServerTest {
     return o;
   }
 
-  // A TCP connection to listener `index` of the server (-1 on failure).
-  int ConnectTo(size_t index) const {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(native_->ports().at(index)));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      close(fd);
-      return -1;
-    }
-    return fd;
-  }
-
-  static bool Send(int fd, const std::string& bytes) {
-    return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-  }
-
   // Sends `bytes` one at a time, `pause` apart.
   static void Trickle(int fd, const std::string& bytes, std::chrono::milliseconds pause) {
     for (char b : bytes) {
-      if (!Send(fd, std::string(1, b))) return;
+      if (!SendAll(fd, std::string(1, b))) return;
       std::this_thread::sleep_for(pause);
     }
   }
@@ -112,7 +93,7 @@ TEST_F(SlowClientsTest, ABodyMayPauseShorterThanTheTimeoutButNotLonger) {
   // 14 bytes 100 ms apart: longer than the timeout in all, every pause shorter.
   int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd, head));
+  ASSERT_TRUE(SendAll(fd, head));
   Trickle(fd, body, 100ms);
   Ending e = AwaitClose(fd, Clock::now());
   EXPECT_EQ(e.got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << e.got;
@@ -120,7 +101,7 @@ TEST_F(SlowClientsTest, ABodyMayPauseShorterThanTheTimeoutButNotLonger) {
 
   fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd, head + body.substr(0, 5)));
+  ASSERT_TRUE(SendAll(fd, head + body.substr(0, 5)));
   const auto paused = Clock::now();
   e = AwaitClose(fd, paused);
   EXPECT_TRUE(e.closed);
@@ -132,9 +113,9 @@ TEST_F(SlowClientsTest, AKeptAliveConnectionMayIdleBetweenRequests) {
   StartNative(Options());
   int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
   std::this_thread::sleep_for(4 * kTimeout);
-  ASSERT_TRUE(Send(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
   Ending e = AwaitClose(fd, Clock::now());
   EXPECT_TRUE(e.closed);
   const size_t first = e.got.find("HTTP/1.1 200 OK\r\n");
@@ -161,10 +142,10 @@ TEST_F(SlowClientsTest, TheMetricsPortAndTlsHandshakesHaveTheTimeoutToo) {
   StartNative(o);
   for (size_t listener : {0, 1}) {
     const auto start = Clock::now();
-    int fd = ConnectTo(listener);
+    int fd = ConnectRaw(listener);
     ASSERT_GE(fd, 0);
     // The start of a TLS record (a handshake), or of an HTTP/1.1 request line.
-    ASSERT_TRUE(Send(fd, listener == 0 ? std::string("\x16\x03\x01", 3) : "GET /metr"));
+    ASSERT_TRUE(SendAll(fd, listener == 0 ? std::string("\x16\x03\x01", 3) : "GET /metr"));
     Ending e = AwaitClose(fd, start);
     EXPECT_TRUE(e.closed) << "listener " << listener;
     EXPECT_LT(e.took, 3s) << "listener " << listener;
@@ -182,14 +163,14 @@ TEST_F(SlowClientsTest, ManySlowClientsLeaveTheOthersServed) {
   for (int i = 0; i < 200; ++i) {
     int fd = ConnectRaw();
     ASSERT_GE(fd, 0);
-    ASSERT_TRUE(Send(fd, i % 2 == 0 ? "GET /health HTTP/1.1\r\nHo" : "PRI * HTTP/2"));
+    ASSERT_TRUE(SendAll(fd, i % 2 == 0 ? "GET /health HTTP/1.1\r\nHo" : "PRI * HTTP/2"));
     slow.push_back(fd);
   }
   // Served while they wait, over HTTP/2 and HTTP/1.1.
   EXPECT_TRUE(Put(*kv_, "k", "v").ok());
   int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
   Ending e = AwaitClose(fd, Clock::now());
   EXPECT_EQ(e.got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << e.got;
   int closed = 0;

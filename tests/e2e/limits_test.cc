@@ -4,7 +4,6 @@
 // etcd-wrapper (docs/compatibility.md lists the limits and what a client sees at them).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "etcdw/common/open_files.h"
 #include "servers.h"
 
 namespace etcdw::testing {
@@ -33,16 +33,6 @@ uint64_t RssKiB(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
   }
   return 0;
-}
-
-// Raises this process's soft open-file limit to the hard one; returns the limit.
-uint64_t RaiseOwnFileLimit() {
-  rlimit l{};
-  getrlimit(RLIMIT_NOFILE, &l);
-  l.rlim_cur = l.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &l);
-  getrlimit(RLIMIT_NOFILE, &l);
-  return l.rlim_cur;
 }
 
 int Connect(int port) {
@@ -75,7 +65,7 @@ class LimitsTest : public ::testing::TestWithParam<Member::Kind> {};
 // Idle gRPC-style connections: each sends HTTP/2's preface and an empty SETTINGS frame, as a
 // client does before its first call, and nothing more.
 TEST_P(LimitsTest, ManyIdleConnectionsCostLittleAndTheMemberServesOthers) {
-  const uint64_t files = RaiseOwnFileLimit();
+  const uint64_t files = common::RaiseOpenFileLimit();
   const size_t n = static_cast<size_t>(std::min<uint64_t>(10000, files > 1000 ? files - 1000 : 0));
   ASSERT_GE(n, 1000u) << "the open-file limit (" << files << ") is too low for this test";
   Member m(GetParam());
