@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "e2e/peer_proxy.h"
 #include "servers.h"
 #include "sim/linearizability.h"
 #include "watch_requests.h"
@@ -26,7 +27,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kMembers = 3;
 // Every client call's deadline: long enough for a loaded machine, short next to a fault.
 constexpr milliseconds kOpTimeout(1000);
 // A client pauses this long after a failed call before it tries the next member.
@@ -306,27 +306,34 @@ class Campaign {
     CampaignResult r;
     r.passed = verdict.empty();
     std::ostringstream s;
-    s << "fault campaign: seed=" << o_.seed << " cycles=" << cycles_done_ << "/" << o_.cycles
-      << " ops=" << register_ops_ << " (puts ok " << puts_ok_ << ", unknown " << puts_unknown_
-      << "; gets ok " << gets_ok_ << ", failed " << gets_failed_ << ") inserts=" << inserts_ok_
-      << " acked, " << inserts_unknown_ << " unknown; watch events=" << watch_events_ << " ("
-      << watch_reconnects_ << " reconnects); faults:";
+    s << "fault campaign: seed=" << o_.seed << " members=" << o_.members
+      << " cycles=" << cycles_done_ << "/" << o_.cycles << " ops=" << register_ops_ << " (puts ok "
+      << puts_ok_ << ", unknown " << puts_unknown_ << "; gets ok " << gets_ok_ << ", failed "
+      << gets_failed_ << ") inserts=" << inserts_ok_ << " acked, " << inserts_unknown_
+      << " unknown; watch events=" << watch_events_ << " (" << watch_reconnects_
+      << " reconnects); faults:";
     for (int k = 0; k < kFaultKinds; ++k) {
       s << " " << FaultName(static_cast<FaultKind>(k)) << "=" << faults_[static_cast<size_t>(k)];
     }
-    s << "; " << check_steps_ << " checker steps; " << clock_.Seconds()
+    s << "; peer proxy dropped " << (proxy_ ? proxy_->dropped_bytes() : 0) << " bytes; "
+      << check_steps_ << " checker steps; " << clock_.Seconds()
       << " s; verdict=" << (r.passed ? "PASS" : "FAIL");
     r.summary = s.str();
+    std::ostringstream executed;
+    for (const auto& e : executed_) {
+      executed << "  t=" << e.at_s << "s cycle " << e.plan.cycle << ": " << FaultName(e.plan.kind)
+               << " " << e.member << " " << e.note << "\n";
+    }
+    r.executed = executed.str();
     if (!r.passed) {
       std::ostringstream f;
       f << verdict << "\nreplay with ETCDW_CAMPAIGN_SEED=" << o_.seed
-        << " ETCDW_CAMPAIGN_CYCLES=" << o_.cycles << "\nplanned schedule:\n"
-        << DescribePlan(plan_) << "executed:\n";
-      for (const auto& e : executed_) {
-        f << "  t=" << e.at_s << "s cycle " << e.plan.cycle << ": " << FaultName(e.plan.kind) << " "
-          << e.member << " " << e.note << "\n";
-      }
-      if (cluster_) f << cluster_->LogTails();
+        << " ETCDW_CAMPAIGN_CYCLES=" << o_.cycles << " ETCDW_CAMPAIGN_MEMBERS=" << o_.members
+        << "\nplanned schedule:\n"
+        << DescribePlan(plan_) << "executed:\n"
+        << r.executed;
+      if (cluster_)
+        f << cluster_->LogTails(std::getenv("ETCDW_CAMPAIGN_FULL_LOGS") ? 1 << 24 : 3000);
       r.failure = f.str();
     }
     return r;
@@ -335,10 +342,23 @@ class Campaign {
  private:
   // Runs the campaign; an empty string when every check passed, else what failed.
   std::string RunChecks() {
-    cluster_ = std::make_unique<TestCluster>(kMembers);
+    n_ = o_.members;
+    proxy_ = std::make_unique<PeerProxy>(n_);
+    if (!proxy_->ok()) return "the peer proxy could not listen";
+    cluster_ = std::make_unique<TestCluster>(n_);
+    for (int i = 0; i < n_; ++i) {
+      cluster_->member(i).set_advertised_peer_port(proxy_->port(i));
+      proxy_->SetTarget(i, cluster_->member(i).peer_port());
+    }
     if (!cluster_->StartAll()) return "the cluster did not start";
     if (cluster_->WaitForLeader() < 0) return "the new cluster elected no leader";
-    for (int i = 0; i < kMembers; ++i) endpoints_.push_back(cluster_->member(i).endpoint());
+    for (int i = 0; i < n_; ++i) {
+      endpoints_.push_back(cluster_->member(i).endpoint());
+      uint64_t id = StatusOf(cluster_->member(i)).header().member_id();
+      if (id == 0) return cluster_->member(i).name() + " did not tell its ID";
+      ids_.push_back(id);
+      proxy_->SetMemberId(i, id);
+    }
     Watcher watcher(endpoints_);
     watcher.Start();
     std::string failure;
@@ -505,7 +525,7 @@ class Campaign {
           grpc::Status st =
               cluster_->member(target).client().kv->Range(Ctx(kOpTimeout).get(), req, resp);
           *ret = clock_.Now();
-          target = (target + 1) % kMembers;
+          target = (target + 1) % n_;
           return st.ok();
         },
         kRecoveryTimeout, milliseconds(50));
@@ -514,71 +534,184 @@ class Campaign {
   // The quiet time, the fault, the recovery; a failure of liveness returns what did not recover.
   std::string RunCycle(const PlannedFault& f) {
     std::this_thread::sleep_for(milliseconds(f.quiet_ms));
+    const std::string cycle = "cycle " + std::to_string(f.cycle) + ": ";
     int leader = cluster_->WaitForLeader(kRecoveryTimeout);
-    if (leader < 0) return "cycle " + std::to_string(f.cycle) + ": no leader before the fault";
-    int victim = leader;
-    if (f.kind == FaultKind::kKillFollower) {
-      std::vector<int> followers;
-      for (int i = 0; i < kMembers; ++i) {
-        if (i != leader) followers.push_back(i);
-      }
-      victim = followers[static_cast<size_t>(f.follower_pick) % followers.size()];
-    }
-    Member& m = cluster_->member(victim);
-    ExecutedFault e{clock_.Seconds(), f, m.name(), ""};
+    if (leader < 0) return cycle + "no leader before the fault";
+    ExecutedFault e{clock_.Seconds(), f, cluster_->member(leader).name(), ""};
     ++faults_[static_cast<size_t>(f.kind)];
-    if (f.kind == FaultKind::kPauseLeader) {
-      uint64_t paused_id = 0;
-      bool still_leader = false;  // a new election may have come between the two questions
-      if (!WaitUntil(
-              [&] {
-                etcdserverpb::StatusResponse st = StatusOf(m);
-                paused_id = st.header().member_id();
-                still_leader = paused_id != 0 && st.leader() == paused_id;
-                return paused_id != 0;
-              },
-              kRecoveryTimeout, milliseconds(20))) {
-        return "cycle " + std::to_string(f.cycle) + ": " + m.name() + " did not answer Status";
-      }
-      m.process().Signal(SIGSTOP);
-      auto paused_at = Clock::now();
-      // Paused until another member leads (an election happened without it), then hold_ms more.
-      bool elected = WaitUntil(
-          [&] {
-            for (int i = 0; i < kMembers; ++i) {
-              if (i == victim) continue;
-              etcdserverpb::StatusResponse st = StatusOf(cluster_->member(i));
-              if (st.leader() != 0 && st.leader() != paused_id) return true;
-            }
-            return false;
-          },
-          kRecoveryTimeout, milliseconds(20));
-      std::this_thread::sleep_for(milliseconds(f.hold_ms));
-      m.process().Signal(SIGCONT);
-      e.note = std::string(still_leader ? "" : "(no longer the leader) ") + "paused " +
-               std::to_string(
-                   std::chrono::duration_cast<milliseconds>(Clock::now() - paused_at).count()) +
-               " ms";
-      executed_.push_back(e);
-      if (!elected) {
-        return "cycle " + std::to_string(f.cycle) + ": no new leader while " + m.name() +
-               " was paused";
-      }
-    } else {
-      m.Kill();
-      std::this_thread::sleep_for(milliseconds(f.hold_ms));
-      bool launched = m.Launch(cluster_->SettingsFor({}));
-      e.note = "down " + std::to_string(f.hold_ms) + " ms";
-      executed_.push_back(e);
-      if (!launched) return "cycle " + std::to_string(f.cycle) + ": " + m.name() + " did not start";
-    }
-    for (int i = 0; i < kMembers; ++i) {
+    std::string failure = Inject(f, leader, &e);
+    proxy_->Heal();
+    executed_.push_back(e);
+    if (!failure.empty()) return cycle + failure;
+    for (int i = 0; i < n_; ++i) {
       if (!cluster_->member(i).WaitReady(kRecoveryTimeout)) {
-        return "cycle " + std::to_string(f.cycle) + ": " + cluster_->member(i).name() +
-               " was not ready again within " + std::to_string(kRecoveryTimeout.count()) + " ms";
+        return cycle + cluster_->member(i).name() + " was not ready again within " +
+               std::to_string(kRecoveryTimeout.count()) + " ms";
       }
     }
     return "";
+  }
+
+  // The followers of `leader`, in member order.
+  std::vector<int> Followers(int leader) const {
+    std::vector<int> followers;
+    for (int i = 0; i < n_; ++i) {
+      if (i != leader) followers.push_back(i);
+    }
+    return followers;
+  }
+  std::string Names(const std::vector<int>& members) {
+    std::string names;
+    for (int i : members) names += (names.empty() ? "" : ",") + cluster_->member(i).name();
+    return names;
+  }
+
+  // Carries out fault `f` against the cluster led by `leader` (e->member names the member it
+  // hit); returns when it is over, before the links heal. A non-empty answer is a failure.
+  std::string Inject(const PlannedFault& f, int leader, ExecutedFault* e) {
+    const std::vector<int> followers = Followers(leader);
+    const int picked = followers[f.pick % followers.size()];
+    const int minority = (n_ - 1) / 2;
+    switch (f.kind) {
+      case FaultKind::kKillLeader:
+      case FaultKind::kKillFollower: {
+        Member& m = cluster_->member(f.kind == FaultKind::kKillLeader ? leader : picked);
+        e->member = m.name();
+        m.Kill();
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        e->note = "down " + std::to_string(f.hold_ms) + " ms";
+        if (!m.Launch(cluster_->SettingsFor({}))) return m.name() + " did not start";
+        return "";
+      }
+      case FaultKind::kPauseLeader:
+        return PauseLeader(f, leader, e);
+      case FaultKind::kIsolateLeader: {
+        // The leader and minority-1 followers from the pick on, against the rest.
+        std::vector<int> cut = {leader};
+        for (int k = 0; k < minority - 1; ++k) {
+          cut.push_back(followers[(f.pick + static_cast<uint32_t>(k)) % followers.size()]);
+        }
+        std::vector<int> rest;
+        for (int i = 0; i < n_; ++i) {
+          if (std::find(cut.begin(), cut.end(), i) == cut.end()) rest.push_back(i);
+        }
+        proxy_->Cut(cut, rest);
+        auto cut_at = Clock::now();
+        bool elected = WaitForLeaderAmong(rest, ids_[static_cast<size_t>(leader)]);
+        e->member = Names(cut);
+        e->note = "cut off from " + Names(rest) + "; " +
+                  (elected ? "a new leader after " + MsSince(cut_at) : "no new leader");
+        if (!elected) return "no new leader while " + Names(cut) + " were cut off";
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        return "";
+      }
+      case FaultKind::kIsolateFollowers: {
+        std::vector<int> cut;
+        for (int k = 0; k < minority; ++k) {
+          cut.push_back(followers[(f.pick + static_cast<uint32_t>(k)) % followers.size()]);
+        }
+        std::vector<int> rest;
+        for (int i = 0; i < n_; ++i) {
+          if (std::find(cut.begin(), cut.end(), i) == cut.end()) rest.push_back(i);
+        }
+        proxy_->Cut(cut, rest);
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        e->member = Names(cut);
+        e->note = "cut off " + std::to_string(f.hold_ms) + " ms";
+        return "";
+      }
+      case FaultKind::kLoseLeaderOutgoing:
+      case FaultKind::kLoseLeaderIncoming: {
+        const bool outgoing = f.kind == FaultKind::kLoseLeaderOutgoing;
+        for (int i : followers) {
+          if (outgoing) {
+            proxy_->Block(leader, i);
+          } else {
+            proxy_->Block(i, leader);
+          }
+        }
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        e->note = std::string(outgoing ? "sent" : "received") + " nothing for " +
+                  std::to_string(f.hold_ms) + " ms (" + proxy_->Describe() + ")";
+        return "";
+      }
+      case FaultKind::kBridge: {
+        // Everyone but the bridge alternately into two halves that only the bridge links.
+        std::vector<int> a, b;
+        for (int i = 0, k = 0; i < n_; ++i) {
+          if (i != picked) (k++ % 2 == 0 ? a : b).push_back(i);
+        }
+        proxy_->Cut(a, b);
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        e->member = cluster_->member(picked).name();
+        e->note =
+            "bridges " + Names(a) + " | " + Names(b) + " for " + std::to_string(f.hold_ms) + " ms";
+        return "";
+      }
+      case FaultKind::kFlappingLink: {
+        std::mt19937 rng(f.pick);
+        int flips = 0;
+        const auto until = Clock::now() + milliseconds(f.hold_ms);
+        while (Clock::now() < until) {
+          proxy_->Cut({leader}, {picked});
+          std::this_thread::sleep_for(milliseconds(50 + rng() % 250));
+          proxy_->Heal();
+          std::this_thread::sleep_for(milliseconds(50 + rng() % 250));
+          ++flips;
+        }
+        e->member += "<->" + cluster_->member(picked).name();
+        e->note = std::to_string(flips) + " cuts in " + std::to_string(f.hold_ms) + " ms";
+        return "";
+      }
+      case FaultKind::kMoveLeader: {
+        etcdserverpb::MoveLeaderRequest req;
+        req.set_targetid(ids_[static_cast<size_t>(picked)]);
+        etcdserverpb::MoveLeaderResponse resp;
+        grpc::Status st = cluster_->member(leader).client().maintenance->MoveLeader(
+            Ctx(milliseconds(5000)).get(), req, &resp);
+        e->note = "to " + cluster_->member(picked).name() + ": " +
+                  (st.ok() ? std::string("moved") : "refused, " + st.error_message());
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        return "";
+      }
+    }
+    return "unknown fault";
+  }
+
+  // SIGSTOP of the leader until another member leads, hold_ms more, then SIGCONT.
+  std::string PauseLeader(const PlannedFault& f, int victim, ExecutedFault* e) {
+    Member& m = cluster_->member(victim);
+    const uint64_t paused_id = ids_[static_cast<size_t>(victim)];
+    // A new election may have come between the leader's lookup and the signal.
+    const bool still_leader = StatusOf(m).leader() == paused_id;
+    m.process().Signal(SIGSTOP);
+    auto paused_at = Clock::now();
+    std::vector<int> others = Followers(victim);
+    bool elected = WaitForLeaderAmong(others, paused_id);
+    std::this_thread::sleep_for(milliseconds(f.hold_ms));
+    m.process().Signal(SIGCONT);
+    e->note =
+        std::string(still_leader ? "" : "(no longer the leader) ") + "paused " + MsSince(paused_at);
+    if (!elected) return "no new leader while " + m.name() + " was paused";
+    return "";
+  }
+
+  // Waits until one of `members` reports a leader other than `old_leader_id`.
+  bool WaitForLeaderAmong(const std::vector<int>& members, uint64_t old_leader_id) {
+    return WaitUntil(
+        [&] {
+          for (int i : members) {
+            etcdserverpb::StatusResponse st = StatusOf(cluster_->member(i));
+            if (st.leader() != 0 && st.leader() != old_leader_id) return true;
+          }
+          return false;
+        },
+        kRecoveryTimeout, milliseconds(20));
+  }
+
+  static std::string MsSince(Clock::time_point t) {
+    return std::to_string(std::chrono::duration_cast<milliseconds>(Clock::now() - t).count()) +
+           " ms";
   }
 
   static etcdserverpb::StatusResponse StatusOf(Member& m) {
@@ -591,7 +724,10 @@ class Campaign {
   CampaignOptions o_;
   std::vector<PlannedFault> plan_;
   HistoryClock clock_;
+  int n_ = 0;  // members
+  std::unique_ptr<PeerProxy> proxy_;
   std::unique_ptr<TestCluster> cluster_;
+  std::vector<uint64_t> ids_;  // Raft IDs, by member
   std::vector<std::string> endpoints_;
   std::vector<ExecutedFault> executed_;
   std::vector<AckedWrite> acked_;
@@ -612,6 +748,20 @@ const char* FaultName(FaultKind kind) {
       return "kill-follower";
     case FaultKind::kPauseLeader:
       return "pause-leader";
+    case FaultKind::kIsolateLeader:
+      return "isolate-leader";
+    case FaultKind::kIsolateFollowers:
+      return "isolate-followers";
+    case FaultKind::kLoseLeaderOutgoing:
+      return "lose-leader-outgoing";
+    case FaultKind::kLoseLeaderIncoming:
+      return "lose-leader-incoming";
+    case FaultKind::kBridge:
+      return "bridge";
+    case FaultKind::kFlappingLink:
+      return "flapping-link";
+    case FaultKind::kMoveLeader:
+      return "move-leader";
   }
   return "?";
 }
@@ -626,9 +776,10 @@ std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles) {
     f.cycle = i;
     f.quiet_ms = 300 + static_cast<int>(rng() % 900);
     f.kind = static_cast<FaultKind>(rng() % kFaultKinds);
-    f.follower_pick = static_cast<int>(rng() % 2);
-    f.hold_ms = f.kind == FaultKind::kPauseLeader ? 200 + static_cast<int>(rng() % 800)
-                                                  : 200 + static_cast<int>(rng() % 1300);
+    f.pick = static_cast<uint32_t>(rng() % 1'000'000);
+    f.hold_ms = f.kind == FaultKind::kPauseLeader || f.kind == FaultKind::kIsolateLeader
+                    ? 200 + static_cast<int>(rng() % 800)
+                    : 200 + static_cast<int>(rng() % 1300);
     plan.push_back(f);
   }
   return plan;
@@ -637,10 +788,12 @@ std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles) {
 std::string DescribePlan(const std::vector<PlannedFault>& plan) {
   std::ostringstream s;
   for (const auto& f : plan) {
-    s << "  cycle " << f.cycle << ": after " << f.quiet_ms << " ms " << FaultName(f.kind);
-    if (f.kind == FaultKind::kKillFollower) s << " (follower " << f.follower_pick << ")";
-    s << (f.kind == FaultKind::kPauseLeader ? ", until a new leader + " : ", down ") << f.hold_ms
-      << " ms\n";
+    s << "  cycle " << f.cycle << ": after " << f.quiet_ms << " ms " << FaultName(f.kind)
+      << " (pick " << f.pick << ")"
+      << (f.kind == FaultKind::kPauseLeader || f.kind == FaultKind::kIsolateLeader
+              ? ", until a new leader + "
+              : ", for ")
+      << f.hold_ms << " ms\n";
   }
   return s.str();
 }

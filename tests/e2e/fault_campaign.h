@@ -1,6 +1,6 @@
-// The fault campaign of the real binaries: a 3-member cluster of etcd-wrapper processes on
-// loopback, faults injected on a schedule drawn from a seed while clients run a workload, and the
-// outcome checked:
+// The fault campaign of the real binaries: a cluster of 3 or 5 etcd-wrapper processes on
+// loopback, their peer links through a fault-injecting proxy (peer_proxy.h), faults injected on a
+// schedule drawn from a seed while clients run a workload, and the outcome checked:
 //   - register clients put unique values and get a few keys; their history (call and return times
 //     on one clock, a put whose outcome is unknown recorded as never returned) must be
 //     linearizable (sim/linearizability.h);
@@ -8,9 +8,13 @@
 //   - a watcher from revision 1 must see every revision once and in order across reconnects, each
 //     acknowledged write at the revision its answer named.
 // Faults: SIGKILL of the leader or of a follower and a restart; SIGSTOP of the leader until the
-// others have elected a new one, then SIGCONT. A seed replays the same schedule (the fault, the
-// role of its member, the waits); which member leads at each fault, and the interleaving of the
-// clients, vary from run to run.
+// others have elected a new one, then SIGCONT; the leader cut off in a minority (with a follower
+// when there are 5) until the majority elects another; a minority of followers cut off; the
+// leader's outgoing or incoming messages lost (one-way); two halves linked only through one
+// bridge member; a flapping link between the leader and a follower; leadership moved to a
+// follower (MoveLeader). A seed replays the same schedule (the fault, which members by their
+// role, the waits); which member leads at each fault, and the interleaving of the clients, vary
+// from run to run.
 #pragma once
 
 #include <cstdint>
@@ -19,18 +23,33 @@
 
 namespace etcdw::testing {
 
-enum class FaultKind { kKillLeader, kKillFollower, kPauseLeader };
-inline constexpr int kFaultKinds = 3;
+enum class FaultKind {
+  kKillLeader,
+  kKillFollower,
+  kPauseLeader,
+  kIsolateLeader,
+  kIsolateFollowers,
+  kLoseLeaderOutgoing,
+  kLoseLeaderIncoming,
+  kBridge,
+  kFlappingLink,
+  kMoveLeader,
+};
+inline constexpr int kFaultKinds = 10;
 const char* FaultName(FaultKind kind);
 
 // One cycle of the schedule: the workload runs undisturbed for quiet_ms, then the fault; a killed
-// member stays down hold_ms before its restart; a paused leader stays paused until another member
-// leads, and hold_ms more. Then every member must be ready again before the next cycle.
+// member stays down hold_ms before its restart; a paused or cut-off leader stays so until another
+// member leads, and hold_ms more; other partitions last hold_ms. Then the links heal, and every
+// member must be ready again before the next cycle.
 struct PlannedFault {
   int cycle = 0;
   int quiet_ms = 0;
   FaultKind kind = FaultKind::kKillLeader;
-  int follower_pick = 0;  // kKillFollower: which follower, in member order (0 or 1)
+  // Chooses the members besides the leader: the follower to kill, to join the leader's minority,
+  // to bridge, to flap or to lead next (the pick-th follower in member order, modulo their
+  // number); the first follower of a cut-off minority; and seeds a flapping link's timings.
+  uint32_t pick = 0;
   int hold_ms = 0;
 };
 
@@ -41,6 +60,7 @@ std::string DescribePlan(const std::vector<PlannedFault>& plan);
 struct CampaignOptions {
   uint64_t seed = 1;
   int cycles = 6;
+  int members = 3;  // 3 or 5
   // The workload stops, the cluster heals and the histories are checked every this many cycles
   // (each round writes keys of its own), so that a long run checks bounded histories.
   int cycles_per_round = 10;
@@ -51,8 +71,9 @@ struct CampaignOptions {
 
 struct CampaignResult {
   bool passed = false;
-  std::string summary;  // one line: seed, cycles, operations, faults of each kind, verdict
-  std::string failure;  // what failed, the schedule (planned and executed) and the members' logs
+  std::string summary;   // one line: seed, cycles, operations, faults of each kind, verdict
+  std::string executed;  // the faults as carried out, one line each
+  std::string failure;   // what failed, the schedule (planned and executed) and the members' logs
 };
 
 CampaignResult RunCampaign(const CampaignOptions& options);

@@ -1,6 +1,8 @@
-// The fault campaign (fault_campaign.h) in CI: three fixed seeds of a few cycles each. Long runs:
-// ETCDW_CAMPAIGN_SEED and ETCDW_CAMPAIGN_CYCLES select a seed and a number of cycles for
-// FaultCampaignLongTest, skipped without them (docs/testing.md).
+// The fault campaign (fault_campaign.h) in CI: three fixed seeds of a few cycles each, two with 3
+// members and one with 5. Long runs:
+// ETCDW_CAMPAIGN_SEED, ETCDW_CAMPAIGN_CYCLES and ETCDW_CAMPAIGN_MEMBERS (3 or 5) select a seed,
+// a number of cycles and a cluster size for FaultCampaignLongTest, skipped without the first
+// two (docs/testing.md).
 #include "e2e/fault_campaign.h"
 
 #include <gtest/gtest.h>
@@ -16,18 +18,31 @@ namespace {
 // About 30 s a seed (3 s a cycle) on a loaded 2-core machine.
 constexpr int kCiCycles = 10;
 
-class FaultCampaignTest : public ::testing::TestWithParam<uint64_t> {};
+// A seed and a cluster size.
+struct CampaignCase {
+  uint64_t seed;
+  int members;
+};
 
-TEST_P(FaultCampaignTest, KillsAndPausesKeepHistoriesLinearizableAndWritesAndWatchesWhole) {
+class FaultCampaignTest : public ::testing::TestWithParam<CampaignCase> {};
+
+TEST_P(FaultCampaignTest, FaultsKeepHistoriesLinearizableAndWritesAndWatchesWhole) {
   CampaignOptions o;
-  o.seed = GetParam();
+  o.seed = GetParam().seed;
+  o.members = GetParam().members;
   o.cycles = kCiCycles;
   CampaignResult r = RunCampaign(o);
-  std::cout << r.summary << std::endl;
+  std::cout << r.summary << "\n" << r.executed << std::flush;
   EXPECT_TRUE(r.passed) << r.failure;
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, FaultCampaignTest, ::testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Seeds, FaultCampaignTest,
+                         ::testing::Values(CampaignCase{1, 3}, CampaignCase{2, 3},
+                                           CampaignCase{3, 5}),
+                         [](const ::testing::TestParamInfo<CampaignCase>& info) {
+                           return "seed" + std::to_string(info.param.seed) + "_" +
+                                  std::to_string(info.param.members) + "members";
+                         });
 
 // The campaign catches a broken build: members that serve linearizable reads from their own
 // store (ETCDW_TEST_UNSAFE_LOCAL_READS) let a client read a value older than one another client
@@ -58,10 +73,11 @@ TEST(FaultCampaignLongTest, RunsTheSeedAndCyclesOfTheEnvironment) {
   CampaignOptions o;
   o.seed = CampaignEnv("ETCDW_CAMPAIGN_SEED", std::random_device{}());
   o.cycles = static_cast<int>(CampaignEnv("ETCDW_CAMPAIGN_CYCLES", kCiCycles));
-  std::cout << "[ CAMPAIGN ] seed " << o.seed << ", " << o.cycles
+  o.members = static_cast<int>(CampaignEnv("ETCDW_CAMPAIGN_MEMBERS", 3));
+  std::cout << "[ CAMPAIGN ] seed " << o.seed << ", " << o.members << " members, " << o.cycles
             << " cycles (replay with ETCDW_CAMPAIGN_SEED=" << o.seed << ")" << std::endl;
   CampaignResult r = RunCampaign(o);
-  std::cout << r.summary << std::endl;
+  std::cout << r.summary << "\n" << r.executed << std::flush;
   EXPECT_TRUE(r.passed) << r.failure;
 }
 

@@ -98,8 +98,8 @@ bool Member::Launch(const Settings& extra) {
       {"listen-client-urls", url()},
       {"advertise-client-urls", url()},
       {"listen-peer-urls", peer_url()},
-      {"initial-advertise-peer-urls", peer_url()},
-      {"initial-cluster", name_ + "=" + peer_url()},
+      {"initial-advertise-peer-urls", advertised_peer_url()},
+      {"initial-cluster", name_ + "=" + advertised_peer_url()},
   };
   for (const auto& [k, v] : extra) s[k] = v;
   std::vector<std::string> argv;
@@ -166,7 +166,7 @@ std::string TestCluster::InitialCluster() const {
   std::string ic;
   for (const auto& m : members_) {
     if (!ic.empty()) ic += ",";
-    ic += m->name() + "=" + m->peer_url();
+    ic += m->name() + "=" + m->advertised_peer_url();
   }
   return ic;
 }

@@ -74,6 +74,15 @@ class Member {
   std::string peer_url() const {
     return peer_scheme_ + "://127.0.0.1:" + std::to_string(peer_port_);
   }
+  // The peer URL the member advertises (initial-advertise-peer-urls and its initial-cluster
+  // entry): peer_url() unless set_advertised_peer_port chose another port, e.g. a proxy's.
+  std::string advertised_peer_url() const {
+    return advertised_peer_port_ == 0
+               ? peer_url()
+               : peer_scheme_ + "://127.0.0.1:" + std::to_string(advertised_peer_port_);
+  }
+  void set_advertised_peer_port(int port) { advertised_peer_port_ = port; }
+  int peer_port() const { return peer_port_; }
   // "http" (default) or "https": the scheme of peer_url() in later Launches.
   void set_peer_scheme(std::string scheme) { peer_scheme_ = std::move(scheme); }
   const std::string& data_dir() const { return data_dir_; }
@@ -90,6 +99,7 @@ class Member {
   std::string data_dir_;
   int client_port_;
   int peer_port_;
+  int advertised_peer_port_ = 0;
   std::string peer_scheme_ = "http";
   Process proc_;
   std::unique_ptr<Client> client_;
