@@ -82,80 +82,265 @@ struct ClientLog {
   std::vector<AckedWrite> acked;
   std::vector<std::string> unknown_inserts;  // keys of inserts whose outcome is unknown
   uint64_t puts_ok = 0, puts_unknown = 0, gets_ok = 0, gets_failed = 0;
+  uint64_t cas_ok = 0, cas_failed = 0, cas_unknown = 0;
   std::string error;  // a malformed answer
 };
 
+// Register i of a round: the first `keys` take puts and gets, the next ones CASes and gets.
 std::string RegisterKey(const std::string& round_prefix, uint64_t i) {
   return round_prefix + "k" + std::to_string(i);
 }
 
-// A register client: puts (values unique over the whole campaign) and linearizable gets on the
-// round's keys, chosen by its own PRNG, until `stop`.
+// A register's value as the campaign writes it (decimal, non-zero); false when it is not one.
+bool ParseRegister(const etcdserverpb::RangeResponse& resp, int64_t* value) {
+  *value = 0;
+  if (resp.kvs_size() == 0) return true;
+  const std::string& v = resp.kvs(0).value();
+  char* end = nullptr;
+  *value = std::strtoll(v.c_str(), &end, 10);
+  return !v.empty() && *end == '\0' && *value != 0;
+}
+
+// One register client's calls; each records its operation in the log and returns false when the
+// call failed (the client then moves to another member).
+class RegisterOps {
+ public:
+  RegisterOps(Client& client, int client_number, const HistoryClock& clock, ClientLog* log)
+      : c_(client), client_number_(client_number), clock_(clock), log_(log) {}
+
+  bool Put(sim::Operation op) {
+    op.kind = sim::OpKind::kPut;
+    op.id = NextId();
+    etcdserverpb::PutRequest req;
+    req.set_key(op.key);
+    req.set_value(std::to_string(op.value));
+    etcdserverpb::PutResponse resp;
+    op.call = clock_.Now();
+    grpc::Status st = c_.kv->Put(Ctx(kOpTimeout).get(), req, &resp);
+    const bool ok = st.ok();
+    // Sent or not, a failed put may take effect at any time later: never returned.
+    op.ret = ok ? clock_.Now() : sim::kNeverReturned;
+    if (ok) {
+      ++log_->puts_ok;
+      log_->acked.push_back({resp.header().revision(), op.key, req.value()});
+    } else {
+      ++log_->puts_unknown;
+    }
+    log_->ops.push_back(op);
+    return ok;
+  }
+
+  // A linearizable get; *seen is the value read.
+  bool Get(sim::Operation op, int64_t* seen) {
+    op.kind = sim::OpKind::kGet;
+    op.id = NextId();
+    etcdserverpb::RangeRequest req;
+    req.set_key(op.key);
+    etcdserverpb::RangeResponse resp;
+    op.call = clock_.Now();
+    grpc::Status st = c_.kv->Range(Ctx(kOpTimeout).get(), req, &resp);
+    op.ret = clock_.Now();
+    if (!st.ok()) {
+      ++log_->gets_failed;  // a get with an unknown outcome constrains nothing: left out
+      return false;
+    }
+    if (!ParseRegister(resp, &op.value)) {
+      log_->error = "get of " + op.key + " answered the value '" + resp.kvs(0).value() + "'";
+      return false;
+    }
+    *seen = op.value;
+    ++log_->gets_ok;
+    log_->ops.push_back(op);
+    return true;
+  }
+
+  // A Txn that puts op.value if the key holds op.expected (is absent, for 0).
+  bool Cas(sim::Operation op) {
+    op.kind = sim::OpKind::kCas;
+    op.id = NextId();
+    etcdserverpb::TxnRequest req;
+    auto* cmp = req.add_compare();
+    cmp->set_key(op.key);
+    cmp->set_result(etcdserverpb::Compare::EQUAL);
+    if (op.expected == 0) {
+      cmp->set_target(etcdserverpb::Compare::VERSION);
+      cmp->set_version(0);
+    } else {
+      cmp->set_target(etcdserverpb::Compare::VALUE);
+      cmp->set_value(std::to_string(op.expected));
+    }
+    auto* put = req.add_success()->mutable_request_put();
+    put->set_key(op.key);
+    put->set_value(std::to_string(op.value));
+    etcdserverpb::TxnResponse resp;
+    op.call = clock_.Now();
+    grpc::Status st = c_.kv->Txn(Ctx(kOpTimeout).get(), req, &resp);
+    const bool ok = st.ok();
+    op.ret = ok ? clock_.Now() : sim::kNeverReturned;
+    op.succeeded = ok && resp.succeeded();
+    if (!ok) {
+      ++log_->cas_unknown;
+    } else if (op.succeeded) {
+      ++log_->cas_ok;
+      log_->acked.push_back({resp.header().revision(), op.key, put->value()});
+    } else {
+      ++log_->cas_failed;
+    }
+    log_->ops.push_back(op);
+    return ok;
+  }
+
+ private:
+  // Each operation's ID: the client's number in the high bits, its index in the log below.
+  uint64_t NextId() const {
+    return (static_cast<uint64_t>(client_number_) << 40) | log_->ops.size();
+  }
+
+  Client& c_;
+  int client_number_;
+  const HistoryClock& clock_;
+  ClientLog* log_;
+};
+
+// A register client: on the round's first `keys` registers puts (values unique over the whole
+// campaign) and linearizable gets; on the next `cas_keys` CASes from the value it last saw and
+// gets; chosen by its own PRNG, until `stop`.
 void RunRegisterClient(const std::vector<std::string>& endpoints, const std::string& round_prefix,
-                       int keys, int client, uint64_t seed, const HistoryClock& clock,
+                       int keys, int cas_keys, int client, uint64_t seed, const HistoryClock& clock,
                        const std::atomic<bool>& stop, ClientLog* log) {
   auto clients = ClientsFor(endpoints);
   std::mt19937_64 rng(seed);
   size_t target = static_cast<size_t>(client) % clients.size();
   uint64_t seq = 0;
-  while (!stop.load()) {
+  std::map<uint64_t, int64_t> last_seen;  // CAS register -> the value this client last saw
+  while (!stop.load() && log->error.empty()) {
+    const uint64_t k = rng() % static_cast<uint64_t>(keys + cas_keys);
     sim::Operation op;
-    op.id = (static_cast<uint64_t>(client) << 40) | log->ops.size();
-    op.key = RegisterKey(round_prefix, rng() % static_cast<uint64_t>(keys));
-    bool failed = false;
+    op.key = RegisterKey(round_prefix, k);
+    // Unique and non-zero: the client in the high digits, its sequence number below.
+    const int64_t fresh =
+        static_cast<int64_t>((static_cast<uint64_t>(client) + 1) * 1'000'000'000 + seq + 1);
+    RegisterOps ops(*clients[target], client, clock, log);
+    const bool cas_key = k >= static_cast<uint64_t>(keys);
+    bool ok = true;
     if (rng() % 2 == 0) {
-      op.kind = sim::OpKind::kPut;
-      // Unique and non-zero: the client in the high digits, its sequence number below.
-      op.value = static_cast<int64_t>((static_cast<uint64_t>(client) + 1) * 1'000'000'000 + ++seq);
-      etcdserverpb::PutRequest req;
-      req.set_key(op.key);
-      req.set_value(std::to_string(op.value));
-      etcdserverpb::PutResponse resp;
-      auto ctx = Ctx(kOpTimeout);
-      op.call = clock.Now();
-      grpc::Status st = clients[target]->kv->Put(ctx.get(), req, &resp);
-      uint64_t ret = clock.Now();
-      if (st.ok()) {
-        op.ret = ret;
-        ++log->puts_ok;
-        log->acked.push_back({resp.header().revision(), op.key, req.value()});
+      op.value = fresh;
+      ++seq;
+      if (cas_key) {
+        op.expected = last_seen[k];
+        ok = ops.Cas(op);
+        // Known after a success; after a failure or an unknown outcome, guessed anew by a get.
+        if (ok && !log->ops.back().succeeded) ok = ops.Get(op, &last_seen[k]);
+        if (ok && log->ops.back().kind == sim::OpKind::kCas) last_seen[k] = op.value;
       } else {
-        // Sent or not, it may take effect at any time later: never returned.
-        op.ret = sim::kNeverReturned;
-        ++log->puts_unknown;
-        failed = true;
+        ok = ops.Put(op);
       }
-      log->ops.push_back(op);
     } else {
-      op.kind = sim::OpKind::kGet;
-      etcdserverpb::RangeRequest req;
-      req.set_key(op.key);
-      etcdserverpb::RangeResponse resp;
-      auto ctx = Ctx(kOpTimeout);
-      op.call = clock.Now();
-      grpc::Status st = clients[target]->kv->Range(ctx.get(), req, &resp);
-      uint64_t ret = clock.Now();
-      if (st.ok()) {
-        op.ret = ret;
-        op.value = 0;
-        if (resp.kvs_size() > 0) {
-          const std::string& v = resp.kvs(0).value();
-          char* end = nullptr;
-          op.value = std::strtoll(v.c_str(), &end, 10);
-          if (v.empty() || *end != '\0' || op.value == 0) {
-            log->error = "get of " + op.key + " answered the value '" + v + "'";
-            return;
-          }
+      int64_t seen = 0;
+      ok = ops.Get(op, &seen);
+      if (ok && cas_key) last_seen[k] = seen;
+    }
+    if (!ok) {
+      target = (target + 1) % clients.size();
+      std::this_thread::sleep_for(kRetryPause);
+    }
+  }
+}
+
+// The bank: accounts that Txns move money between; the total never changes, at any revision.
+constexpr int kAccounts = 5;
+constexpr int64_t kOpeningBalance = 100;
+constexpr int64_t kBankTotal = kAccounts * kOpeningBalance;
+
+std::string AccountKey(const std::string& round_prefix, int i) {
+  return round_prefix + "bank/a" + std::to_string(i);
+}
+
+// The accounts as a read returned them; empty when the read is not a whole, balanced bank.
+std::string CheckBank(const etcdserverpb::RangeResponse& resp, const std::string& what) {
+  int64_t total = 0;
+  for (const auto& kv : resp.kvs()) total += std::strtoll(kv.value().c_str(), nullptr, 10);
+  if (resp.kvs_size() == kAccounts && total == kBankTotal) return "";
+  std::string accounts;
+  for (const auto& kv : resp.kvs()) accounts += " " + kv.key() + "=" + kv.value();
+  return "the bank " + what + " holds " + std::to_string(total) + " in " +
+         std::to_string(resp.kvs_size()) + " accounts, not " + std::to_string(kBankTotal) + " in " +
+         std::to_string(kAccounts) + ":" + accounts;
+}
+
+struct BankLog {
+  uint64_t transfers = 0, conflicts = 0, unknown = 0, reads = 0, past_reads = 0;
+  std::string error;
+};
+
+// A bank client: reads every account (linearizable and serializable in turn) and checks the
+// total, moves a random amount between two accounts by a Txn that compares both accounts'
+// mod revisions, and now and then reads the bank at a past revision since `opened` and checks
+// it too; until `stop`.
+void RunBankClient(const std::vector<std::string>& endpoints, const std::string& round_prefix,
+                   int64_t opened, uint64_t seed, const std::atomic<bool>& stop, BankLog* log) {
+  auto clients = ClientsFor(endpoints);
+  std::mt19937_64 rng(seed);
+  size_t target = 0;
+  const std::string from_key = AccountKey(round_prefix, 0);
+  const std::string to_key = round_prefix + "bank0";  // just past "bank/"
+  for (uint64_t i = 0; !stop.load() && log->error.empty(); ++i) {
+    Client& c = *clients[target];
+    etcdserverpb::RangeRequest read;
+    read.set_key(round_prefix + "bank/");
+    read.set_range_end(to_key);
+    read.set_serializable(i % 2 == 1);
+    etcdserverpb::RangeResponse bank;
+    bool ok = c.kv->Range(Ctx(kOpTimeout).get(), read, &bank).ok();
+    if (ok) {
+      ++log->reads;
+      log->error =
+          CheckBank(bank, std::string(read.serializable() ? "serializable" : "linear") +
+                              " read at revision " + std::to_string(bank.header().revision()));
+      if (!log->error.empty()) return;
+      const int a = static_cast<int>(rng() % kAccounts);
+      const int b = static_cast<int>((a + 1 + rng() % (kAccounts - 1)) % kAccounts);
+      const auto& from = bank.kvs(a);
+      const auto& to = bank.kvs(b);
+      const int64_t balance = std::strtoll(from.value().c_str(), nullptr, 10);
+      if (balance > 0 && !read.serializable()) {
+        const int64_t amount = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(balance));
+        etcdserverpb::TxnRequest txn;
+        for (const auto* kv : {&from, &to}) {
+          auto* cmp = txn.add_compare();
+          cmp->set_key(kv->key());
+          cmp->set_target(etcdserverpb::Compare::MOD);
+          cmp->set_result(etcdserverpb::Compare::EQUAL);
+          cmp->set_mod_revision(kv->mod_revision());
         }
-        ++log->gets_ok;
-        log->ops.push_back(op);
-      } else {
-        // A get with an unknown outcome constrains nothing: left out.
-        ++log->gets_failed;
-        failed = true;
+        auto* debit = txn.add_success()->mutable_request_put();
+        debit->set_key(from.key());
+        debit->set_value(std::to_string(balance - amount));
+        auto* credit = txn.add_success()->mutable_request_put();
+        credit->set_key(to.key());
+        credit->set_value(std::to_string(std::strtoll(to.value().c_str(), nullptr, 10) + amount));
+        etcdserverpb::TxnResponse resp;
+        ok = c.kv->Txn(Ctx(kOpTimeout).get(), txn, &resp).ok();
+        if (!ok) {
+          ++log->unknown;
+        } else {
+          ++(resp.succeeded() ? log->transfers : log->conflicts);
+        }
+      }
+      if (ok && i % 4 == 0 && bank.header().revision() > opened) {
+        const int64_t past =
+            opened + static_cast<int64_t>(
+                         rng() % static_cast<uint64_t>(bank.header().revision() - opened + 1));
+        read.set_revision(past);
+        read.set_serializable(false);
+        ok = c.kv->Range(Ctx(kOpTimeout).get(), read, &bank).ok();
+        if (ok) {
+          ++log->past_reads;
+          log->error = CheckBank(bank, "read at past revision " + std::to_string(past));
+        }
       }
     }
-    if (failed) {
+    if (!ok) {
       target = (target + 1) % clients.size();
       std::this_thread::sleep_for(kRetryPause);
     }
@@ -184,6 +369,9 @@ void RunInsertClient(const std::vector<std::string>& endpoints, const std::strin
     }
   }
 }
+
+// The keys and values a watcher saw at one revision (several for a Txn).
+using WatchedRevision = std::vector<std::pair<std::string, std::string>>;
 
 // A watcher of every campaign key from revision 1, moving to the next member whenever its stream
 // ends; it must see each revision once and in order.
@@ -217,7 +405,7 @@ class Watcher {
     return reconnects_;
   }
   // After Stop: the events seen, by revision.
-  const std::map<int64_t, std::pair<std::string, std::string>>& events() const { return events_; }
+  const std::map<int64_t, WatchedRevision>& events() const { return events_; }
 
  private:
   void Run() {
@@ -260,8 +448,21 @@ class Watcher {
                std::to_string(resp.compact_revision()) + ")";
       return false;
     }
+    int64_t this_response = 0;  // the revision of this response's events so far
     for (const auto& ev : resp.events()) {
       int64_t rev = ev.kv().mod_revision();
+      // A Txn writes several keys at one revision; its events come together, keys apart.
+      if (rev == this_response) {
+        auto& keys = events_[rev];
+        for (const auto& [k, v] : keys) {
+          if (k == ev.kv().key()) {
+            error_ = "the watcher saw " + k + " twice at revision " + std::to_string(rev);
+            return false;
+          }
+        }
+        keys.emplace_back(ev.kv().key(), ev.kv().value());
+        continue;
+      }
       if (rev != next_rev_) {
         error_ = "the watcher expected revision " + std::to_string(next_rev_) + " and got " +
                  std::to_string(rev) +
@@ -269,7 +470,8 @@ class Watcher {
                  std::to_string(reconnects_) + " reconnects";
         return false;
       }
-      events_[rev] = {ev.kv().key(), ev.kv().value()};
+      events_[rev] = {{ev.kv().key(), ev.kv().value()}};
+      this_response = rev;
       ++next_rev_;
     }
     return true;
@@ -286,7 +488,7 @@ class Watcher {
   int64_t next_rev_ = kFirstEventRevision;
   int reconnects_ = 0;
   std::string error_;
-  std::map<int64_t, std::pair<std::string, std::string>> events_;
+  std::map<int64_t, WatchedRevision> events_;
 };
 
 // One fault as it was carried out.
@@ -309,7 +511,10 @@ class Campaign {
     s << "fault campaign: seed=" << o_.seed << " members=" << o_.members
       << " cycles=" << cycles_done_ << "/" << o_.cycles << " ops=" << register_ops_ << " (puts ok "
       << puts_ok_ << ", unknown " << puts_unknown_ << "; gets ok " << gets_ok_ << ", failed "
-      << gets_failed_ << ") inserts=" << inserts_ok_ << " acked, " << inserts_unknown_
+      << gets_failed_ << "; CAS ok " << cas_ok_ << ", failed " << cas_failed_ << ", unknown "
+      << cas_unknown_ << ") bank transfers=" << transfers_ << " (" << transfer_conflicts_
+      << " conflicts, " << transfers_unknown_ << " unknown; " << bank_reads_
+      << " reads) inserts=" << inserts_ok_ << " acked, " << inserts_unknown_
       << " unknown; watch events=" << watch_events_ << " (" << watch_reconnects_
       << " reconnects); faults:";
     for (int k = 0; k < kFaultKinds; ++k) {
@@ -370,7 +575,7 @@ class Campaign {
     }
     if (failure.empty()) failure = CheckWatcher(watcher);
     watcher.Stop();
-    watch_events_ = watcher.events().size();
+    for (const auto& [rev, kvs] : watcher.events()) watch_events_ += kvs.size();
     watch_reconnects_ = watcher.reconnects();
     return failure;
   }
@@ -385,15 +590,28 @@ class Campaign {
     for (int c = 0; c < o_.register_clients; ++c) {
       uint64_t client_seed =
           o_.seed * 1'000'003 + static_cast<uint64_t>(round) * 101 + static_cast<uint64_t>(c);
-      threads.emplace_back(RunRegisterClient, std::cref(endpoints_), prefix, o_.register_keys, c,
-                           client_seed, std::cref(clock_), std::cref(stop),
+      threads.emplace_back(RunRegisterClient, std::cref(endpoints_), prefix, o_.register_keys,
+                           o_.cas_keys, c, client_seed, std::cref(clock_), std::cref(stop),
                            &regs[static_cast<size_t>(c)]);
     }
     for (int c = 0; c < o_.insert_clients; ++c) {
       threads.emplace_back(RunInsertClient, std::cref(endpoints_), prefix, c, std::cref(stop),
                            &inserts[static_cast<size_t>(c)]);
     }
-    std::string failure;
+    int64_t opened = 0;
+    std::string failure = OpenBank(prefix, &opened);
+    if (!failure.empty()) {
+      stop = true;
+      for (auto& t : threads) t.join();
+      return "round " + std::to_string(round) + ": " + failure;
+    }
+    std::vector<BankLog> banks(static_cast<size_t>(o_.bank_clients));
+    for (int c = 0; c < o_.bank_clients; ++c) {
+      uint64_t client_seed =
+          o_.seed * 7'000'003 + static_cast<uint64_t>(round) * 101 + static_cast<uint64_t>(c);
+      threads.emplace_back(RunBankClient, std::cref(endpoints_), prefix, opened, client_seed,
+                           std::cref(stop), &banks[static_cast<size_t>(c)]);
+    }
     for (size_t i = first; i < end && failure.empty(); ++i) {
       failure = RunCycle(plan_[i]);
       if (failure.empty()) ++cycles_done_;
@@ -411,9 +629,12 @@ class Campaign {
       puts_unknown_ += log.puts_unknown;
       gets_ok_ += log.gets_ok;
       gets_failed_ += log.gets_failed;
+      cas_ok_ += log.cas_ok;
+      cas_failed_ += log.cas_failed;
+      cas_unknown_ += log.cas_unknown;
       acked_.insert(acked_.end(), log.acked.begin(), log.acked.end());
     }
-    for (int k = 0; k < o_.register_keys; ++k) {
+    for (int k = 0; k < o_.register_keys + o_.cas_keys; ++k) {
       sim::Operation op;
       op.id = (uint64_t{1} << 60) | static_cast<uint64_t>(k);
       op.key = RegisterKey(prefix, static_cast<uint64_t>(k));
@@ -438,7 +659,54 @@ class Campaign {
              " operations in the round, " + std::to_string(lin.steps) + " search steps):\n" +
              lin.detail;
     }
-    return CheckInserts(round, prefix, inserts);
+    failure = CheckInserts(round, prefix, inserts);
+    if (!failure.empty()) return failure;
+    failure = CheckBankRound(prefix, banks);
+    return failure.empty() ? "" : "round " + std::to_string(round) + ": " + failure;
+  }
+
+  // Opens the round's bank with one Txn; *opened is the revision it made.
+  std::string OpenBank(const std::string& prefix, int64_t* opened) {
+    etcdserverpb::TxnRequest txn;
+    for (int i = 0; i < kAccounts; ++i) {
+      auto* put = txn.add_success()->mutable_request_put();
+      put->set_key(AccountKey(prefix, i));
+      put->set_value(std::to_string(kOpeningBalance));
+    }
+    int target = 0;
+    // Retried until one answer: the Txn sets every account, so a second one changes nothing.
+    bool done = WaitUntil(
+        [&] {
+          etcdserverpb::TxnResponse resp;
+          grpc::Status st =
+              cluster_->member(target).client().kv->Txn(Ctx(kOpTimeout).get(), txn, &resp);
+          target = (target + 1) % n_;
+          *opened = resp.header().revision();
+          return st.ok();
+        },
+        kRecoveryTimeout, milliseconds(50));
+    return done ? "" : "no member opened the bank";
+  }
+
+  // The bank clients saw only balanced banks and moved money; the bank is balanced at the end.
+  std::string CheckBankRound(const std::string& prefix, const std::vector<BankLog>& banks) {
+    for (const auto& b : banks) {
+      if (!b.error.empty()) return b.error;
+      transfers_ += b.transfers;
+      transfer_conflicts_ += b.conflicts;
+      transfers_unknown_ += b.unknown;
+      bank_reads_ += b.reads + b.past_reads;
+    }
+    if (!banks.empty() && std::none_of(banks.begin(), banks.end(),
+                                       [](const BankLog& b) { return b.transfers > 0; })) {
+      return "no bank transfer succeeded";
+    }
+    etcdserverpb::RangeResponse resp;
+    uint64_t call = 0, ret = 0;
+    if (!ReadEventually(prefix + "bank/", prefix + "bank0", &resp, &call, &ret)) {
+      return "no member answered the final read of the bank";
+    }
+    return CheckBank(resp, "at the end of the round");
   }
 
   // Every acknowledged insert is there with its value; nothing is there that nobody wrote.
@@ -504,7 +772,8 @@ class Campaign {
     const auto& events = watcher.events();
     for (const auto& w : acked_) {
       auto it = events.find(w.revision);
-      if (it == events.end() || it->second.first != w.key || it->second.second != w.value) {
+      if (it == events.end() || std::find(it->second.begin(), it->second.end(),
+                                          std::make_pair(w.key, w.value)) == it->second.end()) {
         return "the acknowledged write of " + w.key + "=" + w.value + " at revision " +
                std::to_string(w.revision) + " is not what the watcher saw at that revision";
       }
@@ -734,6 +1003,8 @@ class Campaign {
   std::array<int, kFaultKinds> faults_{};
   int cycles_done_ = 0;
   uint64_t register_ops_ = 0, puts_ok_ = 0, puts_unknown_ = 0, gets_ok_ = 0, gets_failed_ = 0;
+  uint64_t cas_ok_ = 0, cas_failed_ = 0, cas_unknown_ = 0;
+  uint64_t transfers_ = 0, transfer_conflicts_ = 0, transfers_unknown_ = 0, bank_reads_ = 0;
   uint64_t inserts_ok_ = 0, inserts_unknown_ = 0, watch_events_ = 0, check_steps_ = 0;
   int watch_reconnects_ = 0;
 };

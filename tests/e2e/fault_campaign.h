@@ -1,12 +1,15 @@
 // The fault campaign of the real binaries: a cluster of 3 or 5 etcd-wrapper processes on
 // loopback, their peer links through a fault-injecting proxy (peer_proxy.h), faults injected on a
 // schedule drawn from a seed while clients run a workload, and the outcome checked:
-//   - register clients put unique values and get a few keys; their history (call and return times
-//     on one clock, a put whose outcome is unknown recorded as never returned) must be
-//     linearizable (sim/linearizability.h);
+//   - register clients put unique values and get a few keys, and on a few others set values by
+//     compare-and-set Txns; their history (call and return times on one clock, a write whose
+//     outcome is unknown recorded as never returned) must be linearizable
+//     (sim/linearizability.h);
 //   - insert clients create keys of their own; every acknowledged insert must be there at the end;
-//   - a watcher from revision 1 must see every revision once and in order across reconnects, each
-//     acknowledged write at the revision its answer named.
+//   - bank clients move money between accounts by Txns; every read of the bank, linearizable,
+//     serializable or at a past revision, and the one at the end, must hold the opening total;
+//   - a watcher from revision 1 must see every revision once and in order across reconnects (a
+//     Txn's keys together), each acknowledged write at the revision its answer named.
 // Faults: SIGKILL of the leader or of a follower and a restart; SIGSTOP of the leader until the
 // others have elected a new one, then SIGCONT; the leader cut off in a minority (with a follower
 // when there are 5) until the majority elects another; a minority of followers cut off; the
@@ -66,7 +69,9 @@ struct CampaignOptions {
   int cycles_per_round = 10;
   int register_clients = 4;
   int register_keys = 3;
+  int cas_keys = 3;  // registers written only by CAS Txns
   int insert_clients = 2;
+  int bank_clients = 2;
 };
 
 struct CampaignResult {

@@ -43,9 +43,16 @@ std::string Describe(const std::vector<Operation>& ops, const std::vector<size_t
       s += "  ... (" + std::to_string(sorted.size() - 60) + " more)\n";
       break;
     }
-    s += "  " + std::to_string(op->id) + (op->kind == OpKind::kPut ? " put " : " get ") +
-         std::to_string(op->value) + " [" + std::to_string(op->call) + "," +
-         (op->ret == kNeverReturned ? std::string("?") : std::to_string(op->ret)) + "]\n";
+    std::string what = op->kind == OpKind::kPut ? " put " : " get ";
+    if (op->kind == OpKind::kCas) {
+      what = " cas " + std::to_string(op->expected) + "->";
+    }
+    s +=
+        "  " + std::to_string(op->id) + what + std::to_string(op->value) +
+        (op->kind == OpKind::kCas && op->ret != kNeverReturned ? (op->succeeded ? " ok" : " failed")
+                                                               : "") +
+        " [" + std::to_string(op->call) + "," +
+        (op->ret == kNeverReturned ? std::string("?") : std::to_string(op->ret)) + "]\n";
   }
   s += "longest linearizable prefix (" + std::to_string(best.size()) + " of " +
        std::to_string(ops.size()) + " ops):";
@@ -54,6 +61,35 @@ std::string Describe(const std::vector<Operation>& ops, const std::vector<size_t
   for (size_t i = from; i < best.size(); ++i) s += " " + std::to_string(ops[best[i]].id);
   s += "\n";
   return s;
+}
+
+// The ways operation `op` may take effect on a register holding `value`: a CAS whose outcome is
+// unknown either wrote (option 0) or did nothing (option 1); every other operation has one.
+int Options(const Operation& op) {
+  return op.kind == OpKind::kCas && op.ret == kNeverReturned ? 2 : 1;
+}
+
+// Whether `op`, taking effect as `option` on a register holding `value`, agrees with what it
+// returned; if so *next is the register's value after it.
+bool Apply(const Operation& op, int option, int64_t value, int64_t* next) {
+  switch (op.kind) {
+    case OpKind::kPut:
+      *next = op.value;
+      return true;
+    case OpKind::kGet:
+      *next = value;
+      return op.value == value;
+    case OpKind::kCas: {
+      const bool writes = op.ret == kNeverReturned ? option == 0 : op.succeeded;
+      if (!writes) {
+        *next = value;
+        return op.ret == kNeverReturned || value != op.expected;
+      }
+      *next = op.value;
+      return value == op.expected;
+    }
+  }
+  return false;
 }
 
 // The search for one key's register.
@@ -90,31 +126,35 @@ Verdict CheckRegister(const std::vector<Operation>& ops, uint64_t max_steps, uin
   struct Frame {
     int call;
     int64_t value_before;
+    int option;  // how the operation took effect (Options)
   };
   std::vector<Frame> stack;
   std::vector<size_t> best;
   int64_t value = 0;
   int cur = ev[0].next;
+  int first_option = 0;  // at `cur`, the options below this were tried already
   while (ev[0].next >= 0) {
     if (++steps > max_steps) return Verdict::kUnknown;
     const Event& e = ev[cur];
     if (e.is_call) {
       const Operation& op = ops[e.op];
-      bool ok = op.kind == OpKind::kPut || op.value == value;
-      int64_t next_value = op.kind == OpKind::kPut ? op.value : value;
-      if (ok) {
+      bool linearized = false;
+      for (int option = first_option; option < Options(op) && !linearized; ++option) {
+        int64_t next_value = 0;
+        if (!Apply(op, option, value, &next_value)) continue;
         bits[e.op / 64] |= uint64_t{1} << (e.op % 64);
         if (cache.insert(Seen{bits, next_value}).second) {
-          stack.push_back({cur, value});
+          stack.push_back({cur, value, option});
           value = next_value;
           unlink(cur);
           unlink(e.match);
-          cur = ev[0].next;
-          continue;
+          linearized = true;
+        } else {
+          bits[e.op / 64] &= ~(uint64_t{1} << (e.op % 64));
         }
-        bits[e.op / 64] &= ~(uint64_t{1} << (e.op % 64));
       }
-      cur = e.next;
+      first_option = 0;
+      cur = linearized ? ev[0].next : e.next;
     } else {
       // A return: its operation had to be linearized before this point. Backtrack.
       if (stack.size() > best.size()) {
@@ -132,7 +172,9 @@ Verdict CheckRegister(const std::vector<Operation>& ops, uint64_t max_steps, uin
       bits[op / 64] &= ~(uint64_t{1} << (op % 64));
       relink(ev[f.call].match);
       relink(f.call);
-      cur = ev[f.call].next;
+      // The same operation's next way of taking effect, if it has one, then the ones after it.
+      cur = f.call;
+      first_option = f.option + 1;
     }
   }
   return Verdict::kLinearizable;
@@ -155,16 +197,27 @@ const char* VerdictName(Verdict v) {
 CheckResult CheckLinearizable(const std::vector<Operation>& history, uint64_t max_steps_per_key) {
   std::map<std::string, std::vector<Operation>> by_key;
   for (const auto& op : history) by_key[op.key].push_back(op);
-  // An indeterminate put whose value no get returned can always be placed last (or nowhere) and
-  // constrains nothing: leave it out, or the search would try it at every point of the history.
-  // (Values are told apart, so this assumes each put writes its own value.)
+  // An indeterminate write that nobody can have observed may as well not have happened: leave it
+  // out, or the search would try it at every point of the history. Its value is observed when a
+  // get returned it or a CAS compared it (values are told apart: each write has its own). Its
+  // taking effect could also explain a CAS that failed: any failed CAS, for a put, which may
+  // overwrite any value; a failed CAS that compared the same value, for a CAS, which overwrites
+  // only that one. Those are kept.
   for (auto& [key, ops] : by_key) {
-    std::unordered_set<int64_t> read;
+    std::unordered_set<int64_t> observed, failed_compares;
     for (const auto& op : ops) {
-      if (op.kind == OpKind::kGet) read.insert(op.value);
+      if (op.kind == OpKind::kGet) observed.insert(op.value);
+      if (op.kind == OpKind::kCas) {
+        observed.insert(op.expected);
+        if (op.ret != kNeverReturned && !op.succeeded) failed_compares.insert(op.expected);
+      }
     }
     std::erase_if(ops, [&](const Operation& op) {
-      return op.kind == OpKind::kPut && op.ret == kNeverReturned && !read.count(op.value);
+      if (op.kind == OpKind::kGet || op.ret != kNeverReturned || observed.count(op.value)) {
+        return false;
+      }
+      return op.kind == OpKind::kPut ? failed_compares.empty()
+                                     : failed_compares.count(op.expected) == 0;
     });
   }
   CheckResult result;

@@ -16,19 +16,23 @@ namespace etcdw::sim {
 // took it crashed): it may have taken effect at any moment after its call, or never.
 inline constexpr uint64_t kNeverReturned = UINT64_MAX;
 
-enum class OpKind { kPut, kGet };
+// kCas: compare-and-set, writes `value` if the register holds `expected` (a Txn whose compare
+// names the value, or the key's absence for 0); `succeeded` says which it did when it returned.
+enum class OpKind { kPut, kGet, kCas };
 
 // One client operation. Times are points of one logical clock shared by all clients; an operation
 // whose call is at or before another's return is taken as concurrent with it. Registers start at
-// 0 (an absent key). Each put must write its own value, non-zero and unique per key: the checker
-// drops indeterminate puts whose value nobody read, which is sound only then.
+// 0 (an absent key). Each put and CAS must write its own value, non-zero and unique per key: the
+// checker drops indeterminate writes nobody can have observed, which is sound only then.
 struct Operation {
   uint64_t id = 0;
   OpKind kind = OpKind::kGet;
   std::string key;
-  int64_t value = 0;  // the value written (put) or read (get)
+  int64_t value = 0;  // the value written (put, CAS) or read (get)
   uint64_t call = 0;
   uint64_t ret = kNeverReturned;
+  int64_t expected = 0;    // kCas: the value compared
+  bool succeeded = false;  // kCas that returned: whether it wrote
 };
 
 enum class Verdict { kLinearizable, kNotLinearizable, kUnknown };

@@ -18,6 +18,14 @@ Operation Get(uint64_t id, int64_t v, uint64_t call, uint64_t ret, const std::st
   return Operation{id, OpKind::kGet, key, v, call, ret};
 }
 
+// A compare-and-set from `expected` to `v`; `ok` is what it answered (ignored when ret is kX).
+Operation Cas(uint64_t id, int64_t expected, int64_t v, bool ok, uint64_t call, uint64_t ret) {
+  Operation op{id, OpKind::kCas, "a", v, call, ret};
+  op.expected = expected;
+  op.succeeded = ok;
+  return op;
+}
+
 Verdict Check(const std::vector<Operation>& h) { return CheckLinearizable(h).verdict; }
 
 TEST(Linearizability, EmptyAndSequential) {
@@ -82,6 +90,40 @@ TEST(Linearizability, IndeterminatePut) {
   EXPECT_EQ(Check({Get(1, 5, 1, 2), Put(2, 5, 3, kX)}), Verdict::kNotLinearizable);
   // A later write overwrote it; seeing it again afterwards is stale.
   EXPECT_EQ(Check({Put(1, 5, 1, kX), Get(2, 5, 2, 3), Put(3, 6, 4, 5), Get(4, 5, 6, 7)}),
+            Verdict::kNotLinearizable);
+}
+
+TEST(Linearizability, CompareAndSet) {
+  // Succeeds on the value it compared, fails on another.
+  EXPECT_EQ(Check({Cas(1, 0, 5, true, 1, 2), Cas(2, 0, 6, false, 3, 4), Cas(3, 5, 7, true, 5, 6),
+                   Get(4, 7, 7, 8)}),
+            Verdict::kLinearizable);
+  // Two CASes from the same value cannot both succeed.
+  EXPECT_EQ(Check({Cas(1, 0, 5, true, 1, 2), Cas(2, 0, 6, true, 3, 4)}), Verdict::kNotLinearizable);
+  // Concurrent, both succeeding: one after the other, each comparing the other's start.
+  EXPECT_EQ(Check({Cas(1, 0, 5, true, 1, 4), Cas(2, 5, 6, true, 2, 3), Get(3, 6, 5, 6)}),
+            Verdict::kLinearizable);
+  // A failure on the value the register holds is wrong.
+  EXPECT_EQ(Check({Put(1, 5, 1, 2), Cas(2, 5, 6, false, 3, 4)}), Verdict::kNotLinearizable);
+  // A success that a later read does not show is lost.
+  EXPECT_EQ(Check({Cas(1, 0, 5, true, 1, 2), Get(2, 0, 3, 4)}), Verdict::kNotLinearizable);
+}
+
+TEST(Linearizability, IndeterminateCompareAndSet) {
+  // Never observed: it may not have happened.
+  EXPECT_EQ(Check({Cas(1, 0, 5, false, 1, kX), Get(2, 0, 2, 3)}), Verdict::kLinearizable);
+  // Observed by a read: it happened.
+  EXPECT_EQ(Check({Cas(1, 0, 5, false, 1, kX), Get(2, 5, 2, 3)}), Verdict::kLinearizable);
+  // Its taking effect is what explains another CAS's failure on the same start value: kept, and
+  // found to have written.
+  EXPECT_EQ(Check({Cas(1, 0, 5, false, 1, kX), Cas(2, 0, 6, false, 2, 3)}), Verdict::kLinearizable);
+  // It cannot have written when the register did not hold what it compared.
+  EXPECT_EQ(Check({Put(1, 9, 1, 2), Cas(2, 0, 5, false, 3, kX), Get(3, 5, 4, 5)}),
+            Verdict::kNotLinearizable);
+  // An unknown put explains a failed CAS too.
+  EXPECT_EQ(Check({Put(1, 5, 1, kX), Cas(2, 0, 6, false, 2, 3)}), Verdict::kLinearizable);
+  // Observed, then gone without another write: impossible.
+  EXPECT_EQ(Check({Cas(1, 0, 5, false, 1, kX), Get(2, 5, 2, 3), Get(3, 0, 4, 5)}),
             Verdict::kNotLinearizable);
 }
 
