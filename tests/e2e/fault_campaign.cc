@@ -347,6 +347,134 @@ void RunBankClient(const std::vector<std::string>& endpoints, const std::string&
   }
 }
 
+// Leases: granted, attached to a key, kept alive a while, then left to expire. A lease must not
+// expire early: the server renews it at or after the moment a keep-alive was sent, so its key
+// may be gone only once the TTL of the last answered keep-alive has passed since that sending.
+constexpr int64_t kLeaseTtlSeconds = 2;
+
+struct LeaseLog {
+  uint64_t granted = 0, renewals = 0, expired = 0, checks = 0;
+  std::string error;
+};
+
+class LeaseClient {
+ public:
+  LeaseClient(const std::vector<std::string>& endpoints, std::string round_prefix, uint64_t seed,
+              const HistoryClock& clock, const std::atomic<bool>& stop, LeaseLog* log)
+      : clients_(ClientsFor(endpoints)),
+        prefix_(std::move(round_prefix)),
+        rng_(seed),
+        clock_(clock),
+        stop_(stop),
+        log_(log) {}
+
+  void Run() {
+    for (int n = 0; !stop_.load() && log_->error.empty(); ++n) {
+      if (!Grant(n)) Fail();
+    }
+  }
+
+ private:
+  Client& client() { return *clients_[target_]; }
+  void Fail() {
+    target_ = (target_ + 1) % clients_.size();
+    std::this_thread::sleep_for(kRetryPause);
+  }
+
+  // One lease's life: grant, attach, keep alive for 0.5-3 s, then watch its key until it goes.
+  // False when a call failed before the key was attached.
+  bool Grant(int n) {
+    etcdserverpb::LeaseGrantRequest grant;
+    grant.set_ttl(kLeaseTtlSeconds);
+    etcdserverpb::LeaseGrantResponse granted;
+    uint64_t renewed_from = clock_.Now();  // the lease lives TTL from here at least
+    if (!client().lease->LeaseGrant(Ctx(kOpTimeout).get(), grant, &granted).ok() ||
+        !granted.error().empty()) {
+      return false;
+    }
+    ++log_->granted;
+    int64_t ttl = granted.ttl();
+    const std::string key = prefix_ + "lease/" + std::to_string(n);
+    etcdserverpb::PutRequest put;
+    put.set_key(key);
+    put.set_value("l");
+    put.set_lease(granted.id());
+    etcdserverpb::PutResponse put_resp;
+    // An unknown outcome leaves nothing to check: whether the key was ever attached is unknown.
+    if (!client().kv->Put(Ctx(kOpTimeout).get(), put, &put_resp).ok()) return false;
+    const uint64_t keep_until = clock_.Now() + (500 + rng_() % 2500) * 1'000'000;
+    while (!stop_.load()) {
+      if (clock_.Now() < keep_until) {
+        const uint64_t sent = clock_.Now();
+        int64_t answered_ttl = 0;
+        if (KeepAlive(granted.id(), &answered_ttl)) {
+          if (answered_ttl > 0) {
+            renewed_from = sent;
+            ttl = answered_ttl;
+            ++log_->renewals;
+          } else if (!CheckGone(
+                         key, "a keep-alive found lease " + std::to_string(granted.id()) + " gone",
+                         clock_.Now(), renewed_from, ttl)) {
+            return true;
+          }
+        } else {
+          Fail();
+        }
+      }
+      etcdserverpb::RangeRequest get;
+      get.set_key(key);
+      etcdserverpb::RangeResponse got;
+      if (!client().kv->Range(Ctx(kOpTimeout).get(), get, &got).ok()) {
+        Fail();
+        continue;
+      }
+      ++log_->checks;
+      if (got.kvs_size() == 0) {
+        if (CheckGone(key, "a read found " + key + " gone", clock_.Now(), renewed_from, ttl)) {
+          ++log_->expired;
+        }
+        return true;
+      }
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+    return true;
+  }
+
+  // Records an early expiry in the log: `seen_at` is before `renewed_from` + `ttl`. False then.
+  bool CheckGone(const std::string& key, const std::string& what, uint64_t seen_at,
+                 uint64_t renewed_from, int64_t ttl) {
+    const uint64_t due = renewed_from + static_cast<uint64_t>(ttl) * 1'000'000'000;
+    if (seen_at >= due) return true;
+    log_->error = "lease expired early: " + what + " " +
+                  std::to_string(static_cast<double>(due - seen_at) / 1e6) +
+                  " ms before its TTL of " + std::to_string(ttl) +
+                  " s since the last answered keep-alive was sent (key " + key + ")";
+    return false;
+  }
+
+  // One keep-alive on a stream of its own; *ttl is the TTL answered (0: the lease is gone).
+  bool KeepAlive(int64_t id, int64_t* ttl) {
+    auto ctx = Ctx(kOpTimeout);
+    auto stream = client().lease->LeaseKeepAlive(ctx.get());
+    etcdserverpb::LeaseKeepAliveRequest req;
+    req.set_id(id);
+    etcdserverpb::LeaseKeepAliveResponse resp;
+    const bool ok = stream->Write(req) && stream->Read(&resp);
+    ctx->TryCancel();
+    (void)stream->Finish();
+    *ttl = resp.ttl();
+    return ok;
+  }
+
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::string prefix_;
+  std::mt19937_64 rng_;
+  const HistoryClock& clock_;
+  const std::atomic<bool>& stop_;
+  LeaseLog* log_;
+  size_t target_ = 0;
+};
+
 // An insert client: creates keys of its own, one after the other, until `stop`.
 void RunInsertClient(const std::vector<std::string>& endpoints, const std::string& round_prefix,
                      int client, const std::atomic<bool>& stop, ClientLog* log) {
@@ -514,7 +642,8 @@ class Campaign {
       << gets_failed_ << "; CAS ok " << cas_ok_ << ", failed " << cas_failed_ << ", unknown "
       << cas_unknown_ << ") bank transfers=" << transfers_ << " (" << transfer_conflicts_
       << " conflicts, " << transfers_unknown_ << " unknown; " << bank_reads_
-      << " reads) inserts=" << inserts_ok_ << " acked, " << inserts_unknown_
+      << " reads) leases=" << leases_granted_ << " (" << lease_renewals_ << " renewals, "
+      << leases_expired_ << " expired) inserts=" << inserts_ok_ << " acked, " << inserts_unknown_
       << " unknown; watch events=" << watch_events_ << " (" << watch_reconnects_
       << " reconnects); faults:";
     for (int k = 0; k < kFaultKinds; ++k) {
@@ -605,6 +734,16 @@ class Campaign {
       for (auto& t : threads) t.join();
       return "round " + std::to_string(round) + ": " + failure;
     }
+    std::vector<LeaseLog> leases(static_cast<size_t>(o_.lease_clients));
+    for (int c = 0; c < o_.lease_clients; ++c) {
+      uint64_t client_seed =
+          o_.seed * 9'000'011 + static_cast<uint64_t>(round) * 101 + static_cast<uint64_t>(c);
+      threads.emplace_back([this, &prefix, &stop, &leases, c, client_seed] {
+        LeaseClient(endpoints_, prefix + "c" + std::to_string(c) + "/", client_seed, clock_, stop,
+                    &leases[static_cast<size_t>(c)])
+            .Run();
+      });
+    }
     std::vector<BankLog> banks(static_cast<size_t>(o_.bank_clients));
     for (int c = 0; c < o_.bank_clients; ++c) {
       uint64_t client_seed =
@@ -662,7 +801,24 @@ class Campaign {
     failure = CheckInserts(round, prefix, inserts);
     if (!failure.empty()) return failure;
     failure = CheckBankRound(prefix, banks);
+    if (failure.empty()) failure = CheckLeaseRound(leases);
     return failure.empty() ? "" : "round " + std::to_string(round) + ": " + failure;
+  }
+
+  // No lease expired early, and leases were kept alive and expired.
+  std::string CheckLeaseRound(const std::vector<LeaseLog>& leases) {
+    for (const auto& l : leases) {
+      if (!l.error.empty()) return l.error;
+      leases_granted_ += l.granted;
+      lease_renewals_ += l.renewals;
+      leases_expired_ += l.expired;
+    }
+    if (!leases.empty() && std::none_of(leases.begin(), leases.end(), [](const LeaseLog& l) {
+          return l.renewals > 0 && l.expired > 0;
+        })) {
+      return "no lease was both renewed and seen to expire";
+    }
+    return "";
   }
 
   // Opens the round's bank with one Txn; *opened is the revision it made.
@@ -1005,6 +1161,7 @@ class Campaign {
   uint64_t register_ops_ = 0, puts_ok_ = 0, puts_unknown_ = 0, gets_ok_ = 0, gets_failed_ = 0;
   uint64_t cas_ok_ = 0, cas_failed_ = 0, cas_unknown_ = 0;
   uint64_t transfers_ = 0, transfer_conflicts_ = 0, transfers_unknown_ = 0, bank_reads_ = 0;
+  uint64_t leases_granted_ = 0, lease_renewals_ = 0, leases_expired_ = 0;
   uint64_t inserts_ok_ = 0, inserts_unknown_ = 0, watch_events_ = 0, check_steps_ = 0;
   int watch_reconnects_ = 0;
 };

@@ -8,6 +8,8 @@
 //   - insert clients create keys of their own; every acknowledged insert must be there at the end;
 //   - bank clients move money between accounts by Txns; every read of the bank, linearizable,
 //     serializable or at a past revision, and the one at the end, must hold the opening total;
+//   - lease clients grant leases, attach keys, keep them alive a while and let them expire; a
+//     key must not go before the TTL of the last answered keep-alive has passed since it was sent;
 //   - a watcher from revision 1 must see every revision once and in order across reconnects (a
 //     Txn's keys together), each acknowledged write at the revision its answer named.
 // Faults: SIGKILL of the leader or of a follower and a restart; SIGSTOP of the leader until the
@@ -72,6 +74,7 @@ struct CampaignOptions {
   int cas_keys = 3;  // registers written only by CAS Txns
   int insert_clients = 2;
   int bank_clients = 2;
+  int lease_clients = 2;
 };
 
 struct CampaignResult {
