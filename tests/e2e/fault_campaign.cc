@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -681,8 +682,11 @@ class Campaign {
     if (!proxy_->ok()) return "the peer proxy could not listen";
     cluster_ = std::make_unique<TestCluster>(n_);
     for (int i = 0; i < n_; ++i) {
-      cluster_->member(i).set_advertised_peer_port(proxy_->port(i));
-      proxy_->SetTarget(i, cluster_->member(i).peer_port());
+      Member& m = cluster_->member(i);
+      m.set_advertised_peer_port(proxy_->port(i));
+      proxy_->SetTarget(i, m.peer_port());
+      m.set_extra_env({std::string("LD_PRELOAD=") + ETCDW_SLOW_FSYNC_LIB,
+                       "ETCDW_SLOW_FSYNC_FILE=" + SlowFsyncFile(m)});
     }
     if (!cluster_->StartAll()) return "the cluster did not start";
     if (cluster_->WaitForLeader() < 0) return "the new cluster elected no leader";
@@ -1088,6 +1092,19 @@ class Campaign {
         e->note = std::to_string(flips) + " cuts in " + std::to_string(f.hold_ms) + " ms";
         return "";
       }
+      case FaultKind::kSlowDisk: {
+        Member& m = cluster_->member(f.pick % 2 == 0 ? leader : picked);
+        const int delay_ms = 50 + static_cast<int>(f.pick % 451);
+        WriteFile(SlowFsyncFile(m), std::to_string(delay_ms));
+        std::this_thread::sleep_for(milliseconds(f.hold_ms));
+        WriteFile(SlowFsyncFile(m), "0");
+        e->member = m.name();
+        e->note = "each fsync " + std::to_string(delay_ms) + " ms longer for " +
+                  std::to_string(f.hold_ms) + " ms";
+        return "";
+      }
+      case FaultKind::kReplaceFollower:
+        return ReplaceFollower(f, leader, picked, e);
       case FaultKind::kMoveLeader: {
         etcdserverpb::MoveLeaderRequest req;
         req.set_targetid(ids_[static_cast<size_t>(picked)]);
@@ -1102,6 +1119,87 @@ class Campaign {
     }
     return "unknown fault";
   }
+
+  // Removes follower `victim` from the cluster, wipes its data, adds it back as a new member
+  // (a new ID, the same name and URLs) and starts it to join.
+  std::string ReplaceFollower(const PlannedFault& f, int leader, int victim, ExecutedFault* e) {
+    Member& m = cluster_->member(victim);
+    e->member = m.name();
+    auto& admin = *cluster_->member(leader).client().cluster;
+    etcdserverpb::MemberRemoveRequest remove;
+    remove.set_id(ids_[static_cast<size_t>(victim)]);
+    etcdserverpb::MemberRemoveResponse removed;
+    grpc::Status st = admin.MemberRemove(Ctx(milliseconds(5000)).get(), remove, &removed);
+    if (!st.ok()) {
+      e->note = "not removed: " + st.error_message();
+      return "";  // a leader that just lost its role may refuse: nothing changed
+    }
+    m.Kill();
+    std::error_code ec;
+    std::filesystem::remove_all(m.data_dir(), ec);
+    etcdserverpb::MemberAddRequest add;
+    add.add_peerurls(m.advertised_peer_url());
+    etcdserverpb::MemberAddResponse added;
+    // Any member may take it; retried, as the leader may change meanwhile.
+    int target = leader;
+    bool ok = WaitUntil(
+        [&] {
+          if (target != victim) {
+            st = cluster_->member(target).client().cluster->MemberAdd(Ctx(milliseconds(5000)).get(),
+                                                                      add, &added);
+            if (st.ok()) return true;
+            // An earlier try that timed out may have added it after all.
+            if (st.error_message().find("Peer URLs already exists") != std::string::npos) {
+              return AddedMemberId(m, &added);
+            }
+          }
+          target = (target + 1) % n_;
+          return false;
+        },
+        kRecoveryTimeout, milliseconds(100));
+    if (!ok) return "could not add " + m.name() + " back: " + st.error_message();
+    const uint64_t id = added.member().id();
+    ids_[static_cast<size_t>(victim)] = id;
+    proxy_->SetMemberId(victim, id);
+    if (!m.Launch(cluster_->SettingsFor({{"initial-cluster-state", "existing"}}))) {
+      return m.name() + " did not start to join";
+    }
+    std::this_thread::sleep_for(milliseconds(f.hold_ms));
+    e->note = "removed, wiped and added back as " + Hex(id);
+    return "";
+  }
+
+  // The ID under which `m`'s peer URL is in the member list, into added->member().
+  bool AddedMemberId(Member& m, etcdserverpb::MemberAddResponse* added) {
+    for (int i = 0; i < n_; ++i) {
+      etcdserverpb::MemberListRequest req;
+      etcdserverpb::MemberListResponse list;
+      if (!cluster_->member(i)
+               .client()
+               .cluster->MemberList(Ctx(milliseconds(2000)).get(), req, &list)
+               .ok()) {
+        continue;
+      }
+      for (const auto& member : list.members()) {
+        for (const auto& url : member.peerurls()) {
+          if (url == m.advertised_peer_url()) {
+            *added->mutable_member() = member;
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  static std::string Hex(uint64_t id) {
+    std::ostringstream s;
+    s << std::hex << id;
+    return s.str();
+  }
+
+  // The file the preloaded library reads a member's fsync delay from.
+  static std::string SlowFsyncFile(const Member& m) { return m.dir() + "/slow_fsync_ms"; }
 
   // SIGSTOP of the leader until another member leads, hold_ms more, then SIGCONT.
   std::string PauseLeader(const PlannedFault& f, int victim, ExecutedFault* e) {
@@ -1190,6 +1288,10 @@ const char* FaultName(FaultKind kind) {
       return "flapping-link";
     case FaultKind::kMoveLeader:
       return "move-leader";
+    case FaultKind::kSlowDisk:
+      return "slow-disk";
+    case FaultKind::kReplaceFollower:
+      return "replace-follower";
   }
   return "?";
 }

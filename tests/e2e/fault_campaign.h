@@ -17,9 +17,10 @@
 // when there are 5) until the majority elects another; a minority of followers cut off; the
 // leader's outgoing or incoming messages lost (one-way); two halves linked only through one
 // bridge member; a flapping link between the leader and a follower; leadership moved to a
-// follower (MoveLeader). A seed replays the same schedule (the fault, which members by their
-// role, the waits); which member leads at each fault, and the interleaving of the clients, vary
-// from run to run.
+// follower (MoveLeader); the leader's or a follower's fsyncs slowed (a preloaded library); a
+// follower removed from the cluster, wiped, and added back as a new member. A seed replays the same
+// schedule (the fault, which members by their role, the waits); which member leads at each fault,
+// and the interleaving of the clients, vary from run to run.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,10 @@ enum class FaultKind {
   kBridge,
   kFlappingLink,
   kMoveLeader,
+  kSlowDisk,
+  kReplaceFollower,
 };
-inline constexpr int kFaultKinds = 10;
+inline constexpr int kFaultKinds = 12;
 const char* FaultName(FaultKind kind);
 
 // One cycle of the schedule: the workload runs undisturbed for quiet_ms, then the fault; a killed

@@ -115,6 +115,7 @@ bool Member::Launch(const Settings& extra) {
     argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   }
   std::vector<std::string> env = {"ETCD_UNSUPPORTED_ARCH=", "ETCDCTL_API=3"};
+  env.insert(env.end(), extra_env_.begin(), extra_env_.end());
   if (!proc_.Start(argv, dir_.File("member.log"), env)) {
     return false;
   }

@@ -67,6 +67,8 @@ class Member {
   // Extra etcd-wrapper arguments appended after "--config FILE" by later Starts (ignored for
   // etcd), e.g. {"--exit-code-file", path}.
   void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
+  // Environment entries ("NAME=value") for later Launches, on top of the inherited ones.
+  void set_extra_env(std::vector<std::string> env) { extra_env_ = std::move(env); }
   int client_port() const { return client_port_; }
 
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
@@ -105,6 +107,7 @@ class Member {
   std::unique_ptr<Client> client_;
   int starts_ = 0;
   std::vector<std::string> extra_args_;
+  std::vector<std::string> extra_env_;
 };
 
 // N members on loopback forming one cluster (names m0, m1, ...).
