@@ -432,6 +432,7 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
   uint64_t last = d_.kv->ConsistentIndex();
   const uint64_t applied = last;
   std::vector<raftpb::ConfChange> conf_changes;
+  std::vector<uint64_t> term_entries;  // terms of the empty entries that start a leader's term
   for (const auto& e : entries) {
     if (e.index() <= applied) continue;
     last = e.index();
@@ -444,6 +445,7 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
       results.emplace_back(cc.id(), ApplyConfChange(*batch, cc));
       continue;
     }
+    if (e.type() == raftpb::ENTRY_NORMAL && e.data().empty()) term_entries.push_back(e.term());
     if (e.type() != raftpb::ENTRY_NORMAL || e.data().empty()) continue;
     internalpb::Request req;
     if (!req.ParseFromString(e.data())) {
@@ -465,6 +467,9 @@ Status Applier::Apply(const std::vector<raftpb::Entry>& entries) {
 
   for (auto& [id, ttl] : fx.granted) d_.lessor->OnGranted(id, ttl);
   for (int64_t id : fx.revoked) d_.lessor->OnRevoked(id);
+  if (d_.on_term_entry) {
+    for (uint64_t term : term_entries) d_.on_term_entry(term);
+  }
   if (batch->compaction()) d_.compactor->Schedule(*batch->compaction());
   if (!batch->changes().empty()) d_.hub->Notify(batch->changes(), d_.kv->Rev());
   {

@@ -157,6 +157,7 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Open(const common::EtcdConfig& c
   deps.metrics = &s->metrics_;
   deps.min_lease_ttl = MinLeaseTtl(cfg);
   deps.on_quota_exceeded = [self] { self->RaiseNoSpaceAlarm(); };
+  deps.on_term_entry = [self](uint64_t term) { self->OnTermEntryApplied(term); };
   deps.on_conf_change = [self](const raftpb::ConfChange& cc) { self->node_->ApplyConfChange(cc); };
   s->applier_ = std::make_unique<Applier>(deps);
 
@@ -294,11 +295,18 @@ void EtcdServer::Fatal(const Status& st) {
 }
 
 void EtcdServer::OnLeaderChange(bool is_leader) {
-  // The leader runs lease expiry: leases restart with their full TTL plus an election timeout.
-  if (is_leader) {
+  // A new leader's lessor waits for OnTermEntryApplied: until then renewals wait (they are
+  // retried until the lessor leads) and nothing expires.
+  if (!is_leader) lessor_->Demote();
+}
+
+void EtcdServer::OnTermEntryApplied(uint64_t term) {
+  // The leader runs lease expiry once it has applied every entry of the terms before its own,
+  // as etcd does: a revocation an earlier leader committed is applied first, and no renewal
+  // answered here can revive that lease. Leases restart with their full TTL plus an election
+  // timeout.
+  if (node_->IsLeader() && node_->Term() == term) {
     lessor_->Promote(kv_->leases().List(), cfg_.election_timeout);
-  } else {
-    lessor_->Demote();
   }
 }
 

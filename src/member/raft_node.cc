@@ -410,6 +410,9 @@ bool RaftNode::ProcessReadies() {
 }
 
 Status RaftNode::HandleReady(raft::Ready& rd) {
+  // Published before the entries are applied: the applier's callbacks compare a leader's term
+  // with the entries they apply.
+  term_ = raw_->raft().term();
   if (rd.soft_state) {
     uint64_t lead = rd.soft_state->lead;
     bool leader = rd.soft_state->state == raft::StateType::kLeader;

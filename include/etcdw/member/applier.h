@@ -43,6 +43,11 @@ struct ApplierDeps {
   // Called after the batch is committed, for each conf-change entry in order. A change the
   // membership refused has node_id 0 (Raft must not change its configuration for it).
   std::function<void(const raftpb::ConfChange&)> on_conf_change;
+  // Called after the batch is committed (and its lease grants and revocations handed to the
+  // lessor), with the term of each empty entry in it: the entry a leader appends when its term
+  // starts. Once it is applied, so is every entry of the terms before (etcd promotes its lessor
+  // there, so that a renewal cannot revive a lease whose revocation an earlier leader committed).
+  std::function<void(uint64_t term)> on_term_entry;
 };
 
 class Applier {

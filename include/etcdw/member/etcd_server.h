@@ -312,6 +312,8 @@ class EtcdServer {
   void Fatal(const Status& st);
   // Node callbacks (node thread).
   void OnLeaderChange(bool is_leader);
+  // The applier applied the empty entry that starts leader term `term` (applier.h).
+  void OnTermEntryApplied(uint64_t term);
   void OnConfChange(const raftpb::ConfChange& cc);
   void OnSnapshotInstalled();
 
