@@ -174,6 +174,11 @@ Snapshot Check(const RaftLog& log, size_t most_entries) {
     if (!t.ok()) Fail("no term for an entry in the log");
     s.terms.push_back(*t);
   }
+  // Any index at all has a term or is out of range (never a read outside the log).
+  for (uint64_t i : {s.first, s.last, s.first + 1, s.last - 1, uint64_t{1}, UINT64_MAX}) {
+    auto t = log.Term(i);
+    if (!t.ok() && t.status().code() != etcdw::Code::kOutOfRange) Fail("Term failed otherwise");
+  }
   if (s.last == UINT64_MAX) return s;  // [first, last + 1) is not a range Entries can take
   if (log.Term(s.last + 1).ok()) Fail("a term for an entry past the end");
   auto entries = log.Entries(s.first, s.first + n, UINT64_MAX);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "etcdw/common/dir_sync.h"
 #include "raft_log_format.h"
@@ -123,6 +124,12 @@ Status RaftLog::LoadSegment(size_t k, bool last) {
   if (fmt::ScanRecord(data, 0, &r) != fmt::Scan::kRecord || r.type != fmt::kStart ||
       !fmt::DecodeStart(r.payload, &start) || !hs.ParseFromString(start.hard_state)) {
     return Damaged(seg.path, "does not begin with a valid start record");
+  }
+  // The log's first index is one above the start's entry: the largest index would wrap it to 0,
+  // and the log would claim every index while holding none.
+  if (start.prev_index == std::numeric_limits<uint64_t>::max()) {
+    return Damaged(seg.path, "start record names entry " + std::to_string(start.prev_index) +
+                                 ", after which no entry can follow");
   }
   if (k == 0 || (start.flags & fmt::kStartReset)) {
     locs_.clear();

@@ -461,6 +461,26 @@ TEST_F(RaftLogTest, AMissingSegmentIsDataLoss) {
       << st.message();
 }
 
+// A start record whose entry before the segment is the largest index, with a good checksum,
+// leaves no index for entries: the first index would wrap to 0 and Term read outside the log.
+// Found by the raft_log fuzzer (fuzz/corpus/raft_log/start_at_largest_index).
+TEST_F(RaftLogTest, AStartRecordAtTheLargestIndexIsDataLoss) {
+  log_.reset();
+  fs::create_directories(dir());
+  raft_log_format::StartRecord start;
+  start.prev_index = UINT64_MAX;
+  start.prev_term = 3;
+  std::string seg;
+  raft_log_format::AppendRecord(seg, raft_log_format::kStart, raft_log_format::EncodeStart(start));
+  seg.append(64, '\0');
+  std::ofstream(dir() + "/" + raft_log_format::SegmentName(1, 0), std::ios::binary) << seg;
+  RaftLog r(dir());
+  const Status st = r.Open(nullptr);
+  EXPECT_EQ(st.code(), Code::kDataLoss) << st.ToString();
+  EXPECT_NE(st.message().find("after which no entry can follow"), std::string::npos)
+      << st.message();
+}
+
 // Data directories of earlier versions kept the log in the engine.
 class RaftLogMigrationTest : public RaftLogTest {
  protected:
