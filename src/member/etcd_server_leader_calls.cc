@@ -37,11 +37,27 @@ Result<Msg> ParseAnswer(const Result<std::string>& answer, std::string_view what
 // ---------------------------------------------------------------------------------------------
 // Leases
 
+void EtcdServer::RenewAsLeader(int64_t id, std::function<void(Result<int64_t>)> done) {
+  if (!lessor_->primary()) return done(errors::NotLeader());
+  const uint64_t term = node_->Term();
+  node_->ReadIndex([this, id, term, done = std::move(done)](Status st) {
+    // Still the leader of the same term after the round: no other leader runs expiry before
+    // an election timeout has passed without our heartbeats, so the renewal is safe.
+    if (!st.ok() || !node_->IsLeader() || node_->Term() != term) return done(errors::NotLeader());
+    done(lessor_->Renew(id));
+  });
+}
+
 void EtcdServer::LeaseRenew(int64_t id, Reply<int64_t> reply) {
-  auto r = lessor_->Renew(id);
-  if (r.ok()) return reply(r);
-  if (r.status().code() == Code::kNotFound) return reply(int64_t{0});
-  if (r.status() != errors::NotLeader()) return reply(r.status());
+  RenewAsLeader(id, [this, id, reply](Result<int64_t> r) {
+    if (r.ok()) return reply(r);
+    if (r.status().code() == Code::kNotFound) return reply(int64_t{0});
+    if (r.status() != errors::NotLeader()) return reply(r.status());
+    ForwardRenew(id, reply);
+  });
+}
+
+void EtcdServer::ForwardRenew(int64_t id, Reply<int64_t> reply) {
   etcdserverpb::LeaseKeepAliveRequest req;
   req.set_id(id);
   CallLeader(PeerMethod::kLeaseRenew, req.SerializeAsString(), clock_.Now() + RequestTimeout(),
@@ -156,12 +172,15 @@ void EtcdServer::ServePeerCall(uint32_t method, std::string payload,
       if (!req.ParseFromString(payload)) return undecodable("lease renew");
       // Renewed here only: a member that lost leadership answers NotLeader and the caller
       // asks the new leader.
-      auto ttl = lessor_->Renew(req.id());
-      if (!ttl.ok() && ttl.status().code() != Code::kNotFound) return respond(ttl.status(), "");
-      etcdserverpb::LeaseKeepAliveResponse resp;
-      resp.set_id(req.id());
-      resp.set_ttl(ttl.ok() ? *ttl : 0);
-      return respond(Status::Ok(), resp.SerializeAsString());
+      return RenewAsLeader(req.id(), [id = req.id(), respond](Result<int64_t> ttl) {
+        if (!ttl.ok() && ttl.status().code() != Code::kNotFound) {
+          return respond(ttl.status(), "");
+        }
+        etcdserverpb::LeaseKeepAliveResponse resp;
+        resp.set_id(id);
+        resp.set_ttl(ttl.ok() ? *ttl : 0);
+        respond(Status::Ok(), resp.SerializeAsString());
+      });
     }
     case PeerMethod::kLeaseTimeToLive: {
       etcdserverpb::LeaseTimeToLiveRequest req;

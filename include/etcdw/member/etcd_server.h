@@ -269,6 +269,14 @@ class EtcdServer {
   // `done` runs once, on any thread.
   void CallLeader(PeerMethod method, std::string payload, common::Clock::TimePoint deadline,
                   std::function<void(Result<std::string>)> done);
+  // Renews lease `id` here if this member still leads: a ReadIndex round confirms it first (a
+  // leader whose loop stopped, paused or stuck on a slow disk, may not know it was deposed while
+  // a new leader runs expiry; etcd's ensureLeadership), then the lessor renews. `done` gets the
+  // TTL, NotFound, or NotLeader when this member does not lead (the caller asks the leader).
+  // `done` runs once, on any thread.
+  void RenewAsLeader(int64_t id, std::function<void(Result<int64_t>)> done);
+  // LeaseRenew on a member that does not lead: asks the leader, through leader changes.
+  void ForwardRenew(int64_t id, Reply<int64_t> reply);
   // Answers a peer's call (PeerTransportHandler::on_call).
   void ServePeerCall(uint32_t method, std::string payload,
                      std::function<void(Status, std::string)> respond);
