@@ -630,7 +630,8 @@ struct ExecutedFault {
 
 class Campaign {
  public:
-  explicit Campaign(const CampaignOptions& o) : o_(o), plan_(PlanFaults(o.seed, o.cycles)) {}
+  explicit Campaign(const CampaignOptions& o)
+      : o_(o), plan_(PlanFaults(o.seed, o.cycles, o.kinds)) {}
 
   CampaignResult Run() {
     std::string verdict = RunChecks();
@@ -1296,7 +1297,8 @@ const char* FaultName(FaultKind kind) {
   return "?";
 }
 
-std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles) {
+std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles,
+                                     const std::vector<FaultKind>& kinds) {
   // The engine's output sequence is fixed by the standard; the draws below use only it.
   std::mt19937_64 rng(seed);
   std::vector<PlannedFault> plan;
@@ -1305,7 +1307,9 @@ std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles) {
     PlannedFault f;
     f.cycle = i;
     f.quiet_ms = 300 + static_cast<int>(rng() % 900);
-    f.kind = static_cast<FaultKind>(rng() % kFaultKinds);
+    const uint64_t draw = rng();
+    f.kind =
+        kinds.empty() ? static_cast<FaultKind>(draw % kFaultKinds) : kinds[draw % kinds.size()];
     f.pick = static_cast<uint32_t>(rng() % 1'000'000);
     f.hold_ms = f.kind == FaultKind::kPauseLeader || f.kind == FaultKind::kIsolateLeader
                     ? 200 + static_cast<int>(rng() % 800)

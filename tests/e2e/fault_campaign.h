@@ -61,14 +61,17 @@ struct PlannedFault {
   int hold_ms = 0;
 };
 
-// The schedule of `cycles` cycles that `seed` stands for (the same on every run).
-std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles);
+// The schedule of `cycles` cycles that `seed` stands for (the same on every run), drawing its
+// faults from `kinds` (every kind when empty).
+std::vector<PlannedFault> PlanFaults(uint64_t seed, int cycles,
+                                     const std::vector<FaultKind>& kinds = {});
 std::string DescribePlan(const std::vector<PlannedFault>& plan);
 
 struct CampaignOptions {
   uint64_t seed = 1;
   int cycles = 6;
-  int members = 3;  // 3 or 5
+  int members = 3;               // 3 or 5
+  std::vector<FaultKind> kinds;  // the faults to draw from; empty: all of them
   // The workload stops, the cluster heals and the histories are checked every this many cycles
   // (each round writes keys of its own), so that a long run checks bounded histories.
   int cycles_per_round = 10;
