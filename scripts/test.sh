@@ -74,7 +74,7 @@ else
 fi
 
 # The libFuzzer harnesses (fuzz/), built with clang in build/fuzz, each run briefly on its corpus.
-run_check fuzz scripts/fuzz.sh brief 10
+run_check fuzz scripts/fuzz.sh brief 5
 
 echo "${total_pass} passed, ${total_fail} failed"
 exit "$status"
