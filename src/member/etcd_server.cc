@@ -354,6 +354,14 @@ void EtcdServer::FillHeader(etcdserverpb::ResponseHeader* h) const {
 }
 
 void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
+  ProposeEntry(std::move(req), 0, std::move(done));
+}
+
+void EtcdServer::ProposeAsLeader(internalpb::Request req, uint64_t term, ApplyCallback done) {
+  ProposeEntry(std::move(req), term, std::move(done));
+}
+
+void EtcdServer::ProposeEntry(internalpb::Request req, uint64_t leader_term, ApplyCallback done) {
   uint64_t id = ++next_request_id_;
   req.set_id(id);
   std::string data = req.SerializeAsString();
@@ -369,7 +377,8 @@ void EtcdServer::Propose(internalpb::Request req, ApplyCallback done) {
     deadline = now + std::chrono::duration_cast<common::Clock::Duration>(
                          *call - std::chrono::steady_clock::now());
   }
-  Status st = node_->Propose(std::move(data), deadline);
+  Status st = leader_term == 0 ? node_->Propose(std::move(data), deadline)
+                               : node_->ProposeAsLeader(std::move(data), leader_term);
   if (!st.ok()) {
     metrics_.proposals_failed.Add();
     waits_.Trigger(id, ApplyResult{st, nullptr, 0});
@@ -423,12 +432,17 @@ void EtcdServer::RunPeriodicDuties() {
       clock_.Now(), node_->Leader() == 0 ? errors::TimeoutDueToLeaderFail() : errors::Timeout()));
   MaybePublishAttributes();
   if (node_->IsLeader()) {
-    // Revoke expired leases (bounded per tick, like etcd's revocation rate limit).
+    // Revoke expired leases (bounded per tick, like etcd's revocation rate limit). Only as the
+    // leader of this term: a leader that was replaced without knowing it yet (paused, cut off)
+    // still finds leases expired that the new leader has renewed since, and its revocation,
+    // forwarded to that leader as a proposal would be, would end them early. (etcd 3.4
+    // forwards it.)
+    const uint64_t term = node_->Term();
     for (int64_t id : lessor_->TakeExpired(100)) {
       internalpb::Request req;
       req.mutable_lease_revoke()->set_id(id);
       log::Debug("revoking expired lease", {log::Hex("lease-id", static_cast<uint64_t>(id))});
-      Propose(std::move(req), [this, id](ApplyResult r) {
+      ProposeAsLeader(std::move(req), term, [this, id](ApplyResult r) {
         if (!r.status.ok() && r.status.code() != Code::kNotFound) lessor_->Requeue(id);
       });
     }

@@ -178,6 +178,18 @@ Status RaftNode::ProposeConfChange(const raftpb::ConfChange& cc) {
   return Status::Ok();
 }
 
+Status RaftNode::ProposeAsLeader(std::string data, uint64_t term) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || !running_) return errors::Stopped();
+    Event e{Event::kPropose, {}, std::move(data), {}, 0, false, {}};
+    e.leader_term = term;
+    inbox_.push_back(std::move(e));
+  }
+  Wake();
+  return Status::Ok();
+}
+
 void RaftNode::ReadIndex(std::function<void(Status)> ready) {
   {
     std::lock_guard lock(mu_);
@@ -336,6 +348,10 @@ bool RaftNode::Step(bool tick) {
         case Event::kPropose: {
           const auto now = opts_.clock->Now();
           if (now >= e.deadline) break;  // its client gave up before it could be proposed
+          if (e.leader_term != 0 && (raw_->raft().state() != raft::StateType::kLeader ||
+                                     raw_->raft().term() != e.leader_term)) {
+            break;  // no longer that term's leader: not forwarded, not kept
+          }
           if (!raw_->Propose(e.data).ok()) {
             unsent_props_.push_back({std::move(e.data), now, e.deadline});
           }

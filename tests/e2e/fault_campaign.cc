@@ -446,10 +446,13 @@ class LeaseClient {
                  uint64_t renewed_from, int64_t ttl) {
     const uint64_t due = renewed_from + static_cast<uint64_t>(ttl) * 1'000'000'000;
     if (seen_at >= due) return true;
-    log_->error = "lease expired early: " + what + " " +
-                  std::to_string(static_cast<double>(due - seen_at) / 1e6) +
-                  " ms before its TTL of " + std::to_string(ttl) +
-                  " s since the last answered keep-alive was sent (key " + key + ")";
+    log_->error =
+        "lease expired early: " + what + " " +
+        std::to_string(static_cast<double>(due - seen_at) / 1e6) + " ms before its TTL of " +
+        std::to_string(ttl) + " s since the last answered keep-alive was sent (key " + key +
+        "; seen at t=" + std::to_string(static_cast<double>(seen_at) / 1e9) + " s from member " +
+        std::to_string(target_) +
+        ", renewed from t=" + std::to_string(static_cast<double>(renewed_from) / 1e9) + " s)";
     return false;
   }
 
@@ -1105,7 +1108,11 @@ class Campaign {
         return "";
       }
       case FaultKind::kReplaceFollower:
-        return ReplaceFollower(f, leader, picked, e);
+        return ReplaceFollower(f, leader, picked, /*as_learner=*/false, e);
+      case FaultKind::kPromoteLearner:
+        return ReplaceFollower(f, leader, picked, /*as_learner=*/true, e);
+      case FaultKind::kFullDisk:
+        return FullDisk(f, f.pick % 2 == 0 ? leader : picked, e);
       case FaultKind::kMoveLeader: {
         etcdserverpb::MoveLeaderRequest req;
         req.set_targetid(ids_[static_cast<size_t>(picked)]);
@@ -1121,9 +1128,37 @@ class Campaign {
     return "unknown fault";
   }
 
+  // The disk of `victim` fills: its syncs fail with ENOSPC (the preloaded library). It must stop
+  // as etcd does when its log cannot be synced, with exit status 1 (not a crash), before any
+  // write it could not sync is acknowledged (the workload's checks); hold_ms after, with room on
+  // its disk again, it restarts.
+  std::string FullDisk(const PlannedFault& f, int victim, ExecutedFault* e) {
+    Member& m = cluster_->member(victim);
+    e->member = m.name();
+    WriteFile(SlowFsyncFile(m), "enospc");
+    const auto full_at = Clock::now();
+    const std::optional<int> status = m.process().Wait(kRecoveryTimeout);
+    const std::string stopped_after = MsSince(full_at);
+    WriteFile(SlowFsyncFile(m), "0");
+    if (!status) {
+      return m.name() + " still ran " + stopped_after + " after its syncs began to fail";
+    }
+    if (*status != 1) {
+      return m.name() + " stopped with exit status " + std::to_string(*status) +
+             " on a full disk, not 1";
+    }
+    std::this_thread::sleep_for(milliseconds(f.hold_ms));
+    e->note = "stopped with exit status 1 after " + stopped_after + "; restarted " +
+              std::to_string(f.hold_ms) + " ms later";
+    if (!m.Launch(cluster_->SettingsFor({}))) return m.name() + " did not start";
+    return "";
+  }
+
   // Removes follower `victim` from the cluster, wipes its data, adds it back as a new member
-  // (a new ID, the same name and URLs) and starts it to join.
-  std::string ReplaceFollower(const PlannedFault& f, int leader, int victim, ExecutedFault* e) {
+  // (a new ID, the same name and URLs) and starts it to join; `as_learner` adds it as a learner
+  // and promotes it once the leader finds it caught up (MemberPromote, retried while refused).
+  std::string ReplaceFollower(const PlannedFault& f, int leader, int victim, bool as_learner,
+                              ExecutedFault* e) {
     Member& m = cluster_->member(victim);
     e->member = m.name();
     auto& admin = *cluster_->member(leader).client().cluster;
@@ -1140,6 +1175,7 @@ class Campaign {
     std::filesystem::remove_all(m.data_dir(), ec);
     etcdserverpb::MemberAddRequest add;
     add.add_peerurls(m.advertised_peer_url());
+    add.set_islearner(as_learner);
     etcdserverpb::MemberAddResponse added;
     // Any member may take it; retried, as the leader may change meanwhile.
     int target = leader;
@@ -1166,7 +1202,39 @@ class Campaign {
       return m.name() + " did not start to join";
     }
     std::this_thread::sleep_for(milliseconds(f.hold_ms));
-    e->note = "removed, wiped and added back as " + Hex(id);
+    e->note =
+        "removed, wiped and added back as " + std::string(as_learner ? "learner " : "") + Hex(id);
+    if (as_learner) return Promote(victim, id, e);
+    return "";
+  }
+
+  // Promotes learner `learner` (ID `id`) through any voting member, retrying while the leader
+  // finds it behind or the leader changes.
+  std::string Promote(int learner, uint64_t id, ExecutedFault* e) {
+    etcdserverpb::MemberPromoteRequest req;
+    req.set_id(id);
+    etcdserverpb::MemberPromoteResponse resp;
+    grpc::Status st;
+    int tries = 0;
+    int target = (learner + 1) % n_;
+    const auto start = Clock::now();
+    bool ok = WaitUntil(
+        [&] {
+          ++tries;
+          st = cluster_->member(target).client().cluster->MemberPromote(
+              Ctx(milliseconds(5000)).get(), req, &resp);
+          if (st.ok()) return true;
+          // An earlier try that timed out may have promoted it after all.
+          if (st.error_message() == "etcdserver: can only promote a learner member") return true;
+          if (st.error_message().find("in sync with leader") == std::string::npos) {
+            target = (target + 1) % n_;
+            if (target == learner) target = (target + 1) % n_;
+          }
+          return false;
+        },
+        kRecoveryTimeout, milliseconds(100));
+    if (!ok) return "could not promote learner " + Hex(id) + ": " + st.error_message();
+    e->note += ", promoted after " + MsSince(start) + " (" + std::to_string(tries) + " tries)";
     return "";
   }
 
@@ -1293,6 +1361,10 @@ const char* FaultName(FaultKind kind) {
       return "slow-disk";
     case FaultKind::kReplaceFollower:
       return "replace-follower";
+    case FaultKind::kFullDisk:
+      return "full-disk";
+    case FaultKind::kPromoteLearner:
+      return "promote-learner";
   }
   return "?";
 }

@@ -18,7 +18,10 @@
 // leader's outgoing or incoming messages lost (one-way); two halves linked only through one
 // bridge member; a flapping link between the leader and a follower; leadership moved to a
 // follower (MoveLeader); the leader's or a follower's fsyncs slowed (a preloaded library); a
-// follower removed from the cluster, wiped, and added back as a new member. A seed replays the same
+// follower removed from the cluster, wiped, and added back as a new member; the leader's or a
+// follower's disk full (its syncs fail with ENOSPC: it must stop with exit status 1, and serve
+// again once restarted on a disk with room); a follower removed, wiped, added back as a learner
+// and promoted to a voter once it has caught up. A seed replays the same
 // schedule (the fault, which members by their role, the waits); which member leads at each fault,
 // and the interleaving of the clients, vary from run to run.
 #pragma once
@@ -42,8 +45,10 @@ enum class FaultKind {
   kMoveLeader,
   kSlowDisk,
   kReplaceFollower,
+  kFullDisk,
+  kPromoteLearner,
 };
-inline constexpr int kFaultKinds = 12;
+inline constexpr int kFaultKinds = 14;
 const char* FaultName(FaultKind kind);
 
 // One cycle of the schedule: the workload runs undisturbed for quiet_ms, then the fault; a killed

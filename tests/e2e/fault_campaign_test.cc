@@ -2,7 +2,8 @@
 // members and one with 5. Long runs:
 // ETCDW_CAMPAIGN_SEED, ETCDW_CAMPAIGN_CYCLES and ETCDW_CAMPAIGN_MEMBERS (3 or 5) select a seed,
 // a number of cycles and a cluster size for FaultCampaignLongTest, skipped without the first
-// two (docs/testing.md).
+// two; ETCDW_CAMPAIGN_KINDS="full-disk,promote-learner" draws only those faults
+// (docs/testing.md).
 #include "e2e/fault_campaign.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace etcdw::testing {
 namespace {
@@ -67,6 +70,24 @@ uint64_t CampaignEnv(const char* name, uint64_t fallback) {
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
+// The faults ETCDW_CAMPAIGN_KINDS names (comma-separated FaultName()s); all when unset.
+std::vector<FaultKind> CampaignKinds() {
+  std::vector<FaultKind> kinds;
+  const char* v = std::getenv("ETCDW_CAMPAIGN_KINDS");
+  std::stringstream names(v != nullptr ? v : "");
+  for (std::string name; std::getline(names, name, ',');) {
+    bool known = false;
+    for (int k = 0; k < kFaultKinds; ++k) {
+      if (name == FaultName(static_cast<FaultKind>(k))) {
+        kinds.push_back(static_cast<FaultKind>(k));
+        known = true;
+      }
+    }
+    if (!known) ADD_FAILURE() << "ETCDW_CAMPAIGN_KINDS names no fault \"" << name << "\"";
+  }
+  return kinds;
+}
+
 TEST(FaultCampaignLongTest, RunsTheSeedAndCyclesOfTheEnvironment) {
   if (std::getenv("ETCDW_CAMPAIGN_SEED") == nullptr &&
       std::getenv("ETCDW_CAMPAIGN_CYCLES") == nullptr) {
@@ -76,6 +97,7 @@ TEST(FaultCampaignLongTest, RunsTheSeedAndCyclesOfTheEnvironment) {
   o.seed = CampaignEnv("ETCDW_CAMPAIGN_SEED", std::random_device{}());
   o.cycles = static_cast<int>(CampaignEnv("ETCDW_CAMPAIGN_CYCLES", kCiCycles));
   o.members = static_cast<int>(CampaignEnv("ETCDW_CAMPAIGN_MEMBERS", 3));
+  o.kinds = CampaignKinds();
   std::cout << "[ CAMPAIGN ] seed " << o.seed << ", " << o.members << " members, " << o.cycles
             << " cycles (replay with ETCDW_CAMPAIGN_SEED=" << o.seed << ")" << std::endl;
   CampaignResult r = RunCampaign(o);

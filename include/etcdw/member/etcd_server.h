@@ -256,6 +256,11 @@ class EtcdServer {
       : cfg_(cfg), clock_(clock) {}
   // Proposes `req`; `done` receives the applied result (on the apply thread).
   void Propose(internalpb::Request req, ApplyCallback done);
+  // Proposes `req` only as the leader of `term` (Node::ProposeAsLeader): dropped, and `done`
+  // told at the request timeout, when this member no longer leads that term.
+  void ProposeAsLeader(internalpb::Request req, uint64_t term, ApplyCallback done);
+  // Both: leader_term 0 for any member.
+  void ProposeEntry(internalpb::Request req, uint64_t leader_term, ApplyCallback done);
   // Proposes a membership change; `done` receives the members after it, or the refusal.
   void ProposeConfChange(raftpb::ConfChange cc, ApplyCallback done);
   // The leader's side of MemberPromote (NotLeader elsewhere).

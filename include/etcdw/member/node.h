@@ -26,6 +26,12 @@ class Node {
   // member's clock; TimePoint::max() for none) at the latest, and is dropped after it: its
   // client gave up (etcd's proposal waits on the request's context).
   virtual Status Propose(std::string data, common::Clock::TimePoint deadline) = 0;
+  // Queues `data` for the log only as the leader of `term`: when the proposal reaches consensus
+  // and this member does not lead that term, it is dropped, neither forwarded to another leader
+  // nor kept for a later one (its waiter times out). For what only that leader may decide, such
+  // as revoking a lease its lessor found expired: a leader elected meanwhile may have renewed
+  // it, and a forwarded revocation would end a lease before the TTL its client was told.
+  virtual Status ProposeAsLeader(std::string data, uint64_t term) = 0;
   // Calls `ready` (from any thread) once a read on this member sees every write committed
   // before the call: etcd's ReadIndex. Non-OK when no such guarantee can be given.
   virtual void ReadIndex(std::function<void(Status)> ready) = 0;

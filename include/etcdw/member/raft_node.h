@@ -81,6 +81,7 @@ class RaftNode final : public Node {
   Status Start() override;
   void Stop() override;
   Status Propose(std::string data, common::Clock::TimePoint deadline) override;
+  Status ProposeAsLeader(std::string data, uint64_t term) override;
   // `ready` runs on the stepping thread once the read is safe or the round failed, or on the
   // caller's thread before ReadIndex returns when the node is not running (Stopped). It must not
   // block: every other request waits on that thread.
@@ -151,6 +152,7 @@ class RaftNode final : public Node {
     bool ok = false;
     std::function<void(Status)> done;
     common::Clock::TimePoint deadline = common::Clock::TimePoint::max();  // kPropose
+    uint64_t leader_term = 0;  // kPropose: only as the leader of this term (0: any member)
   };
   // A proposal dropped by Raft for want of a leader, retried once one is known.
   struct UnsentProposal {
