@@ -5,6 +5,7 @@
 //   etcdbrctl snapshot [flags]     snapshots and GC only (no HTTP API, no leader election)
 //   etcdbrctl restore [flags]      restore the data directory from the latest backup
 //   etcdbrctl initialize [flags]   validate (and if needed restore) the data directory once
+//   etcdbrctl compact [flags]      compact the latest backup into one full snapshot
 //   etcdbrctl --version
 //
 // Exit codes: 0 after a stop signal or a finished command, 1 on an error or a second signal,
@@ -12,7 +13,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -23,11 +26,13 @@
 #include "etcdw/common/open_files.h"
 #include "etcdw/common/stop.h"
 #include "etcdw/common/version.h"
+#include "etcdw/sidecar/compaction.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/initializer.h"
 #include "etcdw/sidecar/options.h"
 #include "etcdw/sidecar/restorer.h"
 #include "etcdw/sidecar/server_app.h"
+#include "etcdw/sidecar/snapshot_leases.h"
 #include "etcdw/sidecar/snapshotter.h"
 #include "grpc_log.h"
 
@@ -49,6 +54,8 @@ Usage:
   etcdbrctl snapshot [flags]     take snapshots and collect garbage, without the HTTP API
   etcdbrctl restore [flags]      restore the data directory from the latest backup
   etcdbrctl initialize [flags]   validate and, if needed, restore the data directory once
+  etcdbrctl compact [flags]      compact the latest full snapshot and its deltas into one
+                                 full snapshot in the same store
   etcdbrctl --version
 )";
 
@@ -190,6 +197,44 @@ int Initialize(const std::vector<std::string>& args) {
   return 0;
 }
 
+// etcd-druid's compaction job (sidecar/compaction.h): the compacted snapshot uploaded, the full
+// snapshot lease written when asked (a failure is logged: the snapshot is there), then a wait
+// for metrics to be scraped.
+int Compact(const std::vector<std::string>& args) {
+  sidecar::ServerOptions o;
+  if (auto code = ParseFlags(sidecar::Command::kCompact, "compact", args, &o)) return *code;
+  if (o.store.provider.empty()) {
+    std::fprintf(stderr, "etcdbrctl compact: --storage-provider is required\n");
+    return 1;
+  }
+  auto store = sidecar::OpenSnapStore(o.store);
+  if (!store.ok()) return Fail("opening the snapshot store failed", store.status());
+  sidecar::CompactionOptions co;
+  co.restore.target = sidecar::RestoreTargetOf(o.restoration);
+  co.restore.temp_dir = o.restoration.temp_dir;
+  co.restore.skip_hash_check = o.restoration.skip_hash_check;
+  co.data_dir = o.restoration.data_dir;
+  co.temp_dir = o.store.temp_dir;
+  co.defragment = o.defragment;
+  auto compacted = sidecar::CompactBackups(**store, co, std::chrono::system_clock::now());
+  if (!compacted.ok()) return Fail("compaction failed", compacted.status());
+  if (*compacted && o.leases.snapshot_lease_renewal) {
+    sidecar::SnapshotLeaseOptions lo;
+    const char* ns = std::getenv("POD_NAMESPACE");
+    lo.lease_namespace = ns != nullptr ? ns : "";
+    lo.full_lease_name = o.leases.full_lease_name;
+    lo.delta_lease_name = o.leases.delta_lease_name;
+    Status st = sidecar::WriteFullSnapshotLease(**store, lo, **compacted);
+    if (!st.ok()) log::Warn("updating the full snapshot lease failed", {log::F("error", st)});
+  }
+  if (o.metrics_scrape_wait.count() > 0) {
+    log::Info("waiting for metrics to be scraped",
+              {log::F("seconds", std::chrono::duration<double>(o.metrics_scrape_wait).count())});
+    std::this_thread::sleep_for(o.metrics_scrape_wait);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +255,7 @@ int main(int argc, char** argv) {
   if (cmd == "server") return Server(rest);
   if (cmd == "snapshot") return Snapshot(rest);
   if (cmd == "restore") return Restore(rest);
+  if (cmd == "compact") return Compact(rest);
   if (cmd == "initialize") return Initialize(rest);
   if (cmd == "-v" || cmd == "--version" || cmd == "-version" || cmd == "version") {
     PrintVersion();

@@ -6,10 +6,13 @@
 // index is committed unchanged: these writes come from no Raft entry of this member, and
 // changing the index would make the member skip entries of its log at the next start (on a
 // restored directory it is 0, and must stay 0 for the bootstrap entries to be applied).
+#include <filesystem>
 #include <set>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/version.h"
 #include "etcdw/data_dir/data_dir.h"
+#include "etcdw/mvcc/compactor.h"
 #include "etcdw/mvcc/key_range.h"
 #include "etcdw/storage/raft_log.h"
 #include "internal.h"
@@ -110,6 +113,40 @@ Status OfflineStore::ApplyRevision(const std::vector<mvccpb::Event>& events) {
   if (kv.Rev() != expected) return Mismatch(expected, kv.Rev());
   for (auto& k : orphaned) impl_->orphaned.push_back(std::move(k));
   return Status::Ok();
+}
+
+Status OfflineStore::CompactToCurrentRevision() {
+  if (!impl_->kv) return FailedPrecondition("the offline store is closed");
+  mvcc::KvStore& kv = *impl_->kv;
+  const int64_t rev = kv.Rev();
+  if (kv.CompactRev() >= rev && kv.FinishedCompactRev() >= rev) return Status::Ok();
+  if (kv.CompactRev() < rev) {
+    auto batch = kv.BeginApply();
+    ETCDW_RETURN_IF_ERROR(kv.Compact(*batch, rev));
+    ETCDW_RETURN_IF_ERROR(kv.Commit(*batch, kv.ConsistentIndex()));
+  }
+  return mvcc::Compactor::CompactTo(kv, rev);
+}
+
+Status OfflineStore::Defragment() {
+  if (!impl_->engine) return FailedPrecondition("the offline store is closed");
+  return impl_->engine->CompactAll();
+}
+
+Result<mvcc::EtcdExportSummary> OfflineStore::ExportEtcdSnapshot(const std::string& path) {
+  if (!impl_->engine) return FailedPrecondition("the offline store is closed");
+  std::unique_ptr<storage::Snapshot> snap = impl_->engine->GetSnapshot();
+  mvcc::EtcdExportOptions options;
+  options.cluster_version = std::string(kEtcdApiVersion) + ".0";  // as the member writes it
+  ETCDW_ASSIGN_OR_RETURN(mvcc::EtcdExportSummary summary,
+                         mvcc::ExportEtcdBackend(*impl_->engine, *snap, path, options));
+  Status st = mvcc::AppendSha256Trailer(path);
+  if (!st.ok()) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    return st;
+  }
+  return summary;
 }
 
 Status OfflineStore::Close() {

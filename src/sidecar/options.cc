@@ -219,6 +219,24 @@ void RegisterFlags(Command command, FlagSet& f, ServerOptions* o) {
       AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
       AddEtcdConnectionFlags(f, o);
       break;
+    case Command::kCompact:
+      AddRestorationFlags(f, o);
+      AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
+      f.Bool("defragment", &o->defragment, true, "defragment after compaction");
+      // Accepted for druid's job, without effect (WarnFlagsWithoutEffect).
+      f.Duration("etcd-snapshot-timeout", &o->etcd.snapshot_timeout, milliseconds(30 * 60000),
+                 "timeout duration for taking compacted full snapshots");
+      f.Duration("etcd-defrag-timeout", &o->etcd.defrag_timeout, milliseconds(8 * 60000),
+                 "timeout duration for etcd defrag call");
+      f.Bool("enable-snapshot-lease-renewal", &o->leases.snapshot_lease_renewal, false,
+             "write the compacted full snapshot's revision to the full snapshot lease");
+      f.String("full-snapshot-lease-name", &o->leases.full_lease_name, "full-snapshot-revisions",
+               "name of the lease holding the latest full snapshot's revision");
+      f.String("delta-snapshot-lease-name", &o->leases.delta_lease_name, "delta-snapshot-revisions",
+               "name of the lease holding the latest delta snapshot's revision");
+      f.Duration("metrics-scrape-wait-duration", &o->metrics_scrape_wait, milliseconds(0),
+                 "time to wait after the compaction before exiting, for metrics to be scraped");
+      break;
   }
 }
 

@@ -196,4 +196,19 @@ Status SnapshotLeaseUpdater::UpdateDeltaLease() {
   return st.WithContext("delta snapshot lease " + options_.delta_lease_name);
 }
 
+Status WriteFullSnapshotLease(SnapStore& store, const SnapshotLeaseOptions& options,
+                              const SnapshotInfo& full) {
+  if (options.lease_namespace.empty()) {
+    return InvalidArgument(
+        "POD_NAMESPACE is not set: the snapshot leases (--enable-snapshot-lease-renewal) live in "
+        "the pod's namespace");
+  }
+  ETCDW_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::DefaultConfig());
+  kube::KubeClientOptions client_options;
+  client_options.timeout = std::chrono::milliseconds(60000);
+  ETCDW_ASSIGN_OR_RETURN(auto client, kube::KubeClient::Create(config, client_options));
+  SnapshotLeaseUpdater updater(*client, store, options);
+  return updater.UpdateFullLease(full.last_revision, full.created_on);
+}
+
 }  // namespace etcdw::sidecar

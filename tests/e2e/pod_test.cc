@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace etcdw::testing {
 namespace {
@@ -82,6 +86,60 @@ void CheckRestoresALostDataDirectory(Pod& pod) {
 TEST(PodTest, RestoresALostDataDirectoryFromFullAndDeltaSnapshots) {
   Pod pod;
   CheckRestoresALostDataDirectory(pod);
+}
+
+// etcd-druid's compaction job: `etcdbrctl compact` with the arguments druid's compaction
+// reconciler gives it, against the pod's store, leaves a full snapshot at the last delta's
+// revision; with the older snapshots gone, a pod that lost its data directory restores from it
+// alone exactly what the full snapshot and its deltas held.
+TEST(PodTest, DruidsCompactionJobLeavesAFullSnapshotThatRestoresExactly) {
+  Pod pod;
+  WriteAndBackUp(pod);
+  for (int d = 0; d < 3; ++d) {
+    const std::string n = std::to_string(d);
+    EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "key-5", "round-" + n}).rc, 0);
+    EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "delta-" + n, n}).rc, 0);
+    EXPECT_EQ(Etcdctl(pod.Endpoint(), {"del", "key-" + std::to_string(6 + d)}).rc, 0);
+    auto delta = pod.Sidecar("/snapshot/delta");
+    ASSERT_TRUE(delta.ok() && delta->status == 200) << pod.Logs();
+  }
+  const Dump before = DumpAll(pod.Endpoint());
+  std::vector<std::string> old;
+  for (const auto& e : fs::directory_iterator(pod.Backups())) old.push_back(e.path().string());
+  ASSERT_EQ(old.size(), 5u);  // a full snapshot and four deltas
+
+  const std::string job = pod.File("job");
+  std::string out, err;
+  const int rc = RunCommandSplit(
+      {"env", "HOME=" + pod.File("home"), EtcdbrctlBinary(), "compact",
+       "--data-dir=" + job + "/compaction.etcd",
+       "--restoration-temp-snapshots-dir=" + job + "/compaction.restoration.temp",
+       "--snapstore-temp-directory=" + job + "/tmp", "--metrics-scrape-wait-duration=0s",
+       "--enable-snapshot-lease-renewal=false", "--full-snapshot-lease-name=etcd-main-full-snap",
+       "--delta-snapshot-lease-name=etcd-main-delta-snap", "--embedded-etcd-quota-bytes=8589934592",
+       "--etcd-defrag-timeout=8m0s", "--etcd-snapshot-timeout=30m0s", "--storage-provider=Local",
+       "--store-prefix=etcd-main", "--store-container=backups"},
+      &out, &err, std::chrono::seconds(60));
+  ASSERT_EQ(rc, 0) << out << err;
+  EXPECT_FALSE(fs::exists(job + "/compaction.etcd")) << "the job left its data directory";
+  std::vector<std::string> added;
+  for (const auto& e : fs::directory_iterator(pod.Backups())) {
+    if (std::find(old.begin(), old.end(), e.path().string()) == old.end()) {
+      added.push_back(e.path().filename().string());
+    }
+  }
+  ASSERT_EQ(added.size(), 1u) << out << err;
+  char expected_prefix[64];
+  std::snprintf(expected_prefix, sizeof expected_prefix, "Full-00000000-%08lld-",
+                static_cast<long long>(before.revision));
+  EXPECT_EQ(added[0].rfind(expected_prefix, 0), 0u) << added[0];
+
+  pod.wrapper().Kill();
+  for (const auto& path : old) fs::remove(path);
+  fs::remove_all(pod.DataDir());
+  ASSERT_TRUE(pod.StartWrapper());
+  ASSERT_TRUE(pod.WaitReady()) << pod.Logs();
+  EXPECT_EQ(DumpAll(pod.Endpoint()), before) << pod.Logs();
 }
 
 TEST(PodTest, RestoresALostDataDirectoryFromTheS3Store) {

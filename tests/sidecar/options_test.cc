@@ -272,6 +272,21 @@ TEST(ServerOptionsTest, EachCommandHasGardenersFlagGroups) {
                         "--backoff-multiplier=2", "--secondary-backup-sync-enabled"}) {
     EXPECT_FALSE(Accepts(Command::kInitialize, f)) << f;
   }
+
+  // compact: restoration, store, and what etcd-druid's compaction job adds.
+  for (const char* f :
+       {"--data-dir=/var/etcd/data/compaction.etcd", "--embedded-etcd-quota-bytes=8589934592",
+        "--restoration-temp-snapshots-dir=/t", "--snapstore-temp-directory=/t",
+        "--store-endpoint-override=http://s3:9000", "--defragment=false",
+        "--etcd-snapshot-timeout=30m", "--etcd-defrag-timeout=8m",
+        "--enable-snapshot-lease-renewal=true", "--full-snapshot-lease-name=f",
+        "--delta-snapshot-lease-name=d", "--metrics-scrape-wait-duration=1m"}) {
+    EXPECT_TRUE(Accepts(Command::kCompact, f)) << f;
+  }
+  for (const char* f : {"--endpoints=http://a:2379", "--schedule=@daily", "--server-port=1",
+                        "--validation-mode=full", "--enable-member-lease-renewal"}) {
+    EXPECT_FALSE(Accepts(Command::kCompact, f)) << f;
+  }
 }
 
 TEST(ServerOptionsTest, ListFlagsBehaveAsPflags) {
@@ -395,6 +410,11 @@ TEST(WarnFlagsWithoutEffectTest, PerCommand) {
   EXPECT_EQ(warned, (std::vector<std::string>{"max-txn-ops"}));
   WarningsFor(Command::kInitialize, {"--etcd-password=p", "--validation-mode=sanity"}, &warned);
   EXPECT_EQ(warned, (std::vector<std::string>{"etcd-password"}));
+  WarningsFor(Command::kCompact,
+              {"--etcd-snapshot-timeout=30m", "--embedded-etcd-quota-bytes=1", "--defragment"},
+              &warned);
+  EXPECT_EQ(warned,
+            (std::vector<std::string>{"embedded-etcd-quota-bytes", "etcd-snapshot-timeout"}));
   const std::string none = WarningsFor(Command::kServer, {}, &warned);
   EXPECT_TRUE(warned.empty());
   EXPECT_TRUE(none.empty()) << none;

@@ -21,6 +21,7 @@
 #include "etcd/mvccpb/kv.pb.h"
 #include "etcdw/common/password_hash.h"
 #include "etcdw/common/status.h"
+#include "etcdw/mvcc/etcd_export.h"
 
 namespace etcdw::data_dir {
 
@@ -64,6 +65,17 @@ class OfflineStore {
 
   // Keys put with a lease the store does not know (granted after the full snapshot).
   const std::vector<std::string>& orphaned_lease_keys() const;
+
+  // Compacts the history to the current revision, as etcd's Compact then its physical
+  // compaction: only each key's newest version stays (deleted keys go). Nothing to do when the
+  // store is already compacted there.
+  Status CompactToCurrentRevision();
+  // Rewrites the engine's files without what compaction deleted (etcd's defragmentation).
+  Status Defragment();
+  // Writes the store as etcd's backend with the SHA-256 trailer etcd's Maintenance.Snapshot
+  // appends (mvcc/etcd_export.h) to `path`, which must not exist: a full snapshot's file. No
+  // member records (a restore makes its own membership).
+  Result<mvcc::EtcdExportSummary> ExportEtcdSnapshot(const std::string& path);
 
   // Syncs everything written to stable storage and closes the store.
   Status Close();

@@ -106,20 +106,24 @@ struct ServerOptions {
   int64_t max_parallel_chunk_uploads = 5;     // --max-parallel-chunk-uploads
   int64_t min_chunk_size = int64_t{5} << 20;  // --min-chunk-size
   // Ours: the etcd-wrapper's port for /stop (gardener's sidecar always uses 9095).
-  int64_t etcd_wrapper_port = 9095;        // --etcd-wrapper-port
-  std::string etcd_process_name = "etcd";  // --etcd-process-name (older druid passes it)
+  int64_t etcd_wrapper_port = 9095;                  // --etcd-wrapper-port
+  std::string etcd_process_name = "etcd";            // --etcd-process-name (older druid passes it)
+  bool defragment = true;                            // --defragment (compact)
+  std::chrono::milliseconds metrics_scrape_wait{0};  // --metrics-scrape-wait-duration (compact)
 
   // Compression from the two compression flags.
   Compression EffectiveCompression() const;
 };
 
 // The commands of etcdbrctl whose flags are gardener's.
-enum class Command { kServer, kSnapshot, kRestore, kInitialize };
+enum class Command { kServer, kSnapshot, kRestore, kInitialize, kCompact };
 
 // Registers the flags of `command` on `flags`, writing into `o`: gardener's flag groups for that
 // command (server: all; snapshot: etcd connection, store, snapshotter, compression, back-off,
 // --defragmentation-schedule; restore: restoration and store; initialize: --validation-mode,
-// restoration, store, etcd connection), and --log-level on every command.
+// restoration, store, etcd connection; compact: restoration, store, --defragment, the etcd
+// timeouts, the snapshot lease flags, --metrics-scrape-wait-duration), and --log-level on every
+// command.
 void RegisterFlags(Command command, common::FlagSet& flags, ServerOptions* o);
 // After FlagSet::Parse: copies the store's chunk settings and applies gardener's resets (a
 // memory limit below 1 becomes the default).

@@ -81,4 +81,10 @@ class SnapshotLeaseUpdater {
   std::thread thread_;
 };
 
+// Writes `full` to the full snapshot lease once, as UpdateFullLease does, through a client of
+// the Kubernetes API the pod's environment names (kube::DefaultConfig): for `etcdbrctl compact`,
+// whose snapshot is the newest full one. InvalidArgument without a lease namespace.
+Status WriteFullSnapshotLease(SnapStore& store, const SnapshotLeaseOptions& options,
+                              const SnapshotInfo& full);
+
 }  // namespace etcdw::sidecar
