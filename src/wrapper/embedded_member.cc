@@ -65,9 +65,11 @@ void EmbeddedMember::Stop(bool graceful) {
   // As etcd on a graceful stop: hand leadership over so the cluster does not wait for an
   // election timeout.
   if (graceful) server_->TransferLeadershipForStop(2 * config_.election_timeout);
-  // Stop accepting calls and give in-flight ones a moment; then stop the member, which drains
-  // accepted proposals before it returns.
-  if (native_) native_->Shutdown(std::chrono::seconds(2));
+  // Stop accepting calls and, on a graceful stop, give in-flight ones a moment; then stop the
+  // member, which drains accepted proposals before it returns. After a fatal error (a log that
+  // cannot be synced) nothing in flight can finish: its clients see the connection end at once,
+  // as when etcd exits.
+  if (native_) native_->Shutdown(graceful ? std::chrono::seconds(2) : std::chrono::seconds(0));
   server_->Stop();
   native_.reset();
   server_.reset();
