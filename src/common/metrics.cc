@@ -59,6 +59,10 @@ Histogram::Snapshot Histogram::Read() const {
   return s;
 }
 
+std::vector<double> DefaultBuckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
 std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   std::vector<double> b;
   for (int i = 0; i < count; ++i, start *= factor) b.push_back(start);

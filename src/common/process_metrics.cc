@@ -1,11 +1,14 @@
-// WriteProcessMetrics (common/metrics.h): the process's figures from /proc/self.
+// WriteProcessMetrics and WriteGoProcessMetrics (common/metrics.h): the process's figures from
+// /proc/self.
 #include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "etcdw/common/metrics.h"
@@ -65,9 +68,9 @@ double Limit(int resource) {
   return static_cast<double>(l.rlim_cur);
 }
 
-}  // namespace
-
-void WriteProcessMetrics(MetricsPage& page) {
+// The families both WriteProcessMetrics and WriteGoProcessMetrics write; returns the open and
+// the most file descriptors.
+std::pair<double, double> WriteCommonProcessFamilies(MetricsPage& page) {
   const std::vector<std::string> stat = StatFields();
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   const double page_size = static_cast<double>(sysconf(_SC_PAGESIZE));
@@ -84,8 +87,49 @@ void WriteProcessMetrics(MetricsPage& page) {
              BootTime() + Field(stat, 22) / ticks);
   page.Gauge("process_open_fds", "Number of open file descriptors.", fds);
   page.Gauge("process_max_fds", "Maximum number of open file descriptors.", max_fds);
+  return {fds, max_fds};
+}
+
+// InOctets and OutOctets of the "IpExt:" lines of /proc/self/net/netstat (a line of names, then
+// one of values); zero when absent, as Go's collector reports them.
+std::pair<double, double> IpOctets() {
+  std::ifstream in("/proc/self/net/netstat");
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("IpExt:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    std::vector<std::string> words;
+    for (std::string w; fields >> w;) words.push_back(w);
+    if (names.empty()) {
+      names = std::move(words);
+      continue;
+    }
+    double in_octets = 0;
+    double out_octets = 0;
+    for (size_t i = 0; i < names.size() && i < words.size(); ++i) {
+      if (names[i] == "InOctets") in_octets = std::strtod(words[i].c_str(), nullptr);
+      if (names[i] == "OutOctets") out_octets = std::strtod(words[i].c_str(), nullptr);
+    }
+    return {in_octets, out_octets};
+  }
+  return {0, 0};
+}
+
+}  // namespace
+
+void WriteProcessMetrics(MetricsPage& page) {
+  const auto [fds, max_fds] = WriteCommonProcessFamilies(page);
   page.Gauge("os_fd_used", "The number of used file descriptors.", fds);
   page.Gauge("os_fd_limit", "The file descriptor limit.", max_fds);
+}
+
+void WriteGoProcessMetrics(MetricsPage& page) {
+  WriteCommonProcessFamilies(page);
+  const auto [in_octets, out_octets] = IpOctets();
+  page.Counter("process_network_receive_bytes_total",
+               "Number of bytes received by the process over the network.", in_octets);
+  page.Counter("process_network_transmit_bytes_total",
+               "Number of bytes sent by the process over the network.", out_octets);
 }
 
 }  // namespace etcdw::common

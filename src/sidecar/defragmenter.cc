@@ -10,7 +10,8 @@ namespace etcdw::sidecar {
 using std::chrono::milliseconds;
 
 Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& o,
-                                                   const common::Clock& clock) {
+                                                   const common::Clock& clock,
+                                                   SidecarMetrics* metrics) {
   ETCDW_ASSIGN_OR_RETURN(EtcdClient::Cluster cluster, EtcdClient::ConnectToCluster(o));
   const auto& members = cluster.members;
 
@@ -48,6 +49,10 @@ Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& 
               {log::F("endpoint", t.url), log::F("db-size-before", t.db_size)});
     const common::Clock::TimePoint started = clock.Now();
     Status st = t.client->Defragment(o.defrag_timeout);
+    if (metrics != nullptr) {
+      metrics->Defragmentation(t.url).Observe(
+          st.ok(), std::chrono::duration<double>(clock.Now() - started).count());
+    }
     if (!st.ok()) return st.WithContext("defragmenting " + t.url);
     auto after = t.client->EndpointStatus(o.connection_timeout);
     log::Info("defragmented etcd member",
@@ -61,12 +66,13 @@ Result<std::vector<std::string>> DefragmentCluster(const EtcdConnectionOptions& 
 
 DefragScheduler::DefragScheduler(EtcdConnectionOptions options, CronSchedule schedule,
                                  milliseconds first_delay, milliseconds retry,
-                                 const common::Clock& clock)
+                                 const common::Clock& clock, SidecarMetrics* metrics)
     : options_(std::move(options)),
       schedule_(std::move(schedule)),
       first_delay_(first_delay),
       retry_(retry),
-      clock_(clock) {}
+      clock_(clock),
+      metrics_(metrics) {}
 
 DefragScheduler::~DefragScheduler() { Stop(); }
 
@@ -119,7 +125,7 @@ void DefragScheduler::Loop() {
     if (!SleepUntil(*next + first_delay_)) return;
     // Retried until a round succeeds (a member may be restarting) or leadership ends.
     while (true) {
-      auto r = DefragmentCluster(options_, clock_);
+      auto r = DefragmentCluster(options_, clock_, metrics_);
       {
         std::lock_guard<std::mutex> l(mu_);
         if (r.ok()) {

@@ -70,6 +70,7 @@ common::HttpResponse HttpApi::Handle(const common::HttpRequest& req) {
     bool h = healthy_.load();
     return Json(h ? 200 : 503, {{"health", h}});
   }
+  if (req.path == "/metrics" && deps_.metrics != nullptr) return Metrics();
   if (req.path == "/config") {
     auto cfg = deps_.render_config();
     if (!cfg.ok()) {
@@ -122,7 +123,9 @@ common::HttpResponse HttpApi::Snapshot(const common::HttpRequest& req) {
   if (req.path == "/snapshot/latest") {
     auto list = deps_.store->List();
     if (!list.ok()) return Text(500, list.status().message() + "\n");
-    return Json(200, LatestSetJson(FindLatestSet(*list)));
+    LatestSet latest = FindLatestSet(*list);
+    if (deps_.metrics != nullptr) deps_.metrics->SetLatestDeltas(latest.deltas);
+    return Json(200, LatestSetJson(latest));
   }
   std::shared_ptr<Snapshotter> s;
   {
@@ -145,6 +148,20 @@ common::HttpResponse HttpApi::Snapshot(const common::HttpRequest& req) {
   if (!r.ok()) return Text(500, r.status().message() + "\n");
   if (!r->has_value()) return Json(200, nullptr);
   return Json(200, ToJson(**r));
+}
+
+common::HttpResponse HttpApi::Metrics() {
+  // promhttp's accounting: this scrape is in flight while the page is written, and counted
+  // once answered.
+  SidecarMetrics& m = *deps_.metrics;
+  m.scrapes_in_flight.Add(1);
+  common::HttpResponse r;
+  r.status = 200;
+  r.body = m.Text();
+  r.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8";
+  m.scrapes_in_flight.Add(-1);
+  m.scrapes_ok.Add();
+  return r;
 }
 
 // A request proxied once carries this header and is never proxied again: a sidecar that is

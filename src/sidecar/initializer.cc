@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
 #include "etcdw/common/logging.h"
+#include "etcdw/common/metrics.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/restorer.h"
 
@@ -31,8 +33,14 @@ Status AddAsLearner(const InitializerContext& ctx) {
   for (int attempt = 1; attempt <= 6; ++attempt) {
     ETCDW_RETURN_IF_ERROR(RemoveDataDir(o.restoration.data_dir));
     ETCDW_ASSIGN_OR_RETURN(auto cluster, EtcdClient::ConnectToCluster(o.etcd));
+    const auto started = std::chrono::steady_clock::now();
     auto r = cluster.client->MemberAdd(ctx.peer_urls, /*learner=*/true, milliseconds(5000));
     if (r.ok()) {
+      if (ctx.metrics != nullptr) {
+        ctx.metrics->learner_adds.Add(true);
+        ctx.metrics->is_learner.Set(1);
+        ctx.metrics->add_learner.Observe(true, common::SecondsSince(started));
+      }
       log::Info("added this member to the cluster as a learner",
                 {log::F("name", ctx.member_name), log::Hex("member-id", r->member().id())});
       return Status::Ok();
@@ -42,6 +50,10 @@ Status AddAsLearner(const InitializerContext& ctx) {
     if (msg.find("Peer URLs already exists") != std::string::npos ||
         msg.find("member ID already exist") != std::string::npos) {
       return Status::Ok();
+    }
+    if (ctx.metrics != nullptr && msg.find("too many learner") == std::string::npos) {
+      ctx.metrics->learner_adds.Add(false);
+      ctx.metrics->add_learner.Observe(false, common::SecondsSince(started));
     }
     log::Warn("adding this member as a learner failed",
               {log::F("attempt", attempt), log::F("error", last)});
@@ -58,7 +70,12 @@ Status RemoveSelf(const InitializerContext& ctx) {
   ETCDW_ASSIGN_OR_RETURN(auto cluster, EtcdClient::ConnectToCluster(ctx.options->etcd));
   for (const auto& m : cluster.members.members()) {
     if (m.name() != ctx.member_name) continue;
-    ETCDW_RETURN_IF_ERROR(cluster.client->MemberRemove(m.id(), milliseconds(30000)));
+    const auto started = std::chrono::steady_clock::now();
+    Status removed = cluster.client->MemberRemove(m.id(), milliseconds(30000));
+    if (ctx.metrics != nullptr) {
+      ctx.metrics->member_remove.Observe(removed.ok(), common::SecondsSince(started));
+    }
+    ETCDW_RETURN_IF_ERROR(removed);
     log::Info("removed this member from the cluster", {log::Hex("member-id", m.id())});
   }
   return Status::Ok();
@@ -80,11 +97,44 @@ Membership ProbeMembership(const InitializerContext& ctx) {
   return Membership::kNew;
 }
 
+// A single member's invalid data directory: restored from the latest backup (*restored), or
+// removed when no store is configured or it holds no backup.
+Status RestoreSingleNode(const InitializerContext& ctx, const Validation& v, bool* restored) {
+  const ServerOptions& o = *ctx.options;
+  const std::string& data_dir = o.restoration.data_dir;
+  if (ctx.store == nullptr) {
+    log::Info("no snapshot store configured: removing the invalid data directory",
+              {log::F("status", DataDirStatusName(v.status))});
+    return RemoveDataDir(data_dir);
+  }
+  ETCDW_ASSIGN_OR_RETURN(auto list, ctx.store->List());
+  LatestSet set = FindLatestSet(list);
+  if (ctx.metrics != nullptr) ctx.metrics->SetLatestDeltas(set.deltas);
+  if (!set.full && set.deltas.empty()) {
+    log::Info("no backups: removing the invalid data directory",
+              {log::F("status", DataDirStatusName(v.status))});
+    return RemoveDataDir(data_dir);
+  }
+  log::Info("restoring the data directory from the backup",
+            {log::F("status", DataDirStatusName(v.status)), log::F("detail", v.detail)});
+  RestoreOptions ro;
+  ro.target = ctx.restore_target;
+  ro.temp_dir = o.restoration.temp_dir;
+  ro.skip_hash_check = o.restoration.skip_hash_check;
+  ETCDW_RETURN_IF_ERROR(RestoreFromBackup(*ctx.store, set, data_dir, ro));
+  *restored = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Initialize(const InitializerContext& ctx, ValidationMode mode) {
   const ServerOptions& o = *ctx.options;
   const std::string& data_dir = o.restoration.data_dir;
+  // gardener times the validation from here, the membership probe included.
+  const auto started = std::chrono::steady_clock::now();
+  SidecarMetrics* const metrics = ctx.metrics;
+  if (metrics != nullptr) metrics->cluster_size.Set(static_cast<double>(ctx.cluster_size));
 
   // A member of a multi-member cluster: known to the running cluster (or, when no member
   // answers, to its member lease: a heartbeat was written), or new to it.
@@ -101,6 +151,12 @@ Status Initialize(const InitializerContext& ctx, ValidationMode mode) {
   }
 
   Validation v = ValidateDataDir(data_dir, mode, ctx.store, ctx.cluster_size);
+  if (metrics != nullptr) {
+    const bool validated = v.status != DataDirStatus::kWrongVolumeMounted &&
+                           v.status != DataDirStatus::kFailToOpen &&
+                           v.status != DataDirStatus::kUnknown;
+    metrics->validation.Observe(validated, common::SecondsSince(started));
+  }
   switch (v.status) {
     case DataDirStatus::kValid:
       break;
@@ -118,28 +174,25 @@ Status Initialize(const InitializerContext& ctx, ValidationMode mode) {
           (ctx.cluster_size > 1 && (v.status == DataDirStatus::kCorrupt || known_member))) {
         log::Info("invalid data directory in a multi-member cluster: resynchronising from peers",
                   {log::F("status", DataDirStatusName(v.status))});
-        ETCDW_RETURN_IF_ERROR(RemoveSelf(ctx));
-        return AddAsLearner(ctx);
+        const auto restore_started = std::chrono::steady_clock::now();
+        Status st = RemoveSelf(ctx);
+        if (st.ok()) st = AddAsLearner(ctx);
+        if (metrics != nullptr) {
+          metrics->restoration_single_member.Observe(st.ok(),
+                                                     common::SecondsSince(restore_started));
+        }
+        return st;
       }
-      if (ctx.store == nullptr) {
-        log::Info("no snapshot store configured: removing the invalid data directory",
-                  {log::F("status", DataDirStatusName(v.status))});
-        return RemoveDataDir(data_dir);
+      // Single node (or a multi-member cluster being bootstrapped): restored from the
+      // backup, or removed when there is none. gardener times both, but counts a success only
+      // when a backup was restored.
+      const auto restore_started = std::chrono::steady_clock::now();
+      bool restored = false;
+      Status st = RestoreSingleNode(ctx, v, &restored);
+      if (metrics != nullptr && (!st.ok() || restored)) {
+        metrics->restoration_single_node.Observe(st.ok(), common::SecondsSince(restore_started));
       }
-      ETCDW_ASSIGN_OR_RETURN(auto list, ctx.store->List());
-      LatestSet set = FindLatestSet(list);
-      if (!set.full && set.deltas.empty()) {
-        log::Info("no backups: removing the invalid data directory",
-                  {log::F("status", DataDirStatusName(v.status))});
-        return RemoveDataDir(data_dir);
-      }
-      log::Info("restoring the data directory from the backup",
-                {log::F("status", DataDirStatusName(v.status)), log::F("detail", v.detail)});
-      RestoreOptions ro;
-      ro.target = ctx.restore_target;
-      ro.temp_dir = o.restoration.temp_dir;
-      ro.skip_hash_check = o.restoration.skip_hash_check;
-      ETCDW_RETURN_IF_ERROR(RestoreFromBackup(*ctx.store, set, data_dir, ro));
+      ETCDW_RETURN_IF_ERROR(st);
       break;
   }
   // gardener resets the snapstore temp directory after a successful initialisation.

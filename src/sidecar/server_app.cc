@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "etcdw/common/http.h"
 #include "etcdw/common/logging.h"
+#include "etcdw/common/metrics.h"
 #include "etcdw/common/url.h"
 #include "etcdw/kube/client.h"
 #include "etcdw/sidecar/defragmenter.h"
@@ -20,6 +22,7 @@
 #include "etcdw/sidecar/http_api.h"
 #include "etcdw/sidecar/initializer.h"
 #include "etcdw/sidecar/member_lease.h"
+#include "etcdw/sidecar/metrics.h"
 #include "etcdw/sidecar/peer_urls.h"
 #include "etcdw/sidecar/snapshot_leases.h"
 #include "etcdw/sidecar/snapshotter.h"
@@ -98,7 +101,9 @@ class Leadership {
 
   void Start() {
     if (!defrag_) {
-      defrag_ = std::make_unique<DefragScheduler>(etcd_, defrag_schedule_);
+      defrag_ = std::make_unique<DefragScheduler>(etcd_, defrag_schedule_, std::chrono::minutes(1),
+                                                  std::chrono::minutes(1),
+                                                  common::SystemClock::Instance(), opts_.metrics);
       defrag_->Start();
     }
     if (store_ == nullptr || thread_.joinable()) return;
@@ -222,6 +227,9 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     log::Warn("no storage provider configured: no backups are taken or restored");
   }
   ETCDW_ASSIGN_OR_RETURN(SnapshotterOptions snap_opts, SnapshotterOptionsOf(o));
+  // gardener's etcdbr_* metrics, moved by every component below, served on /metrics.
+  SidecarMetrics metrics;
+  snap_opts.metrics = &metrics;
 
   // Kubernetes leases: the client, when a lease flag asks for it.
   std::unique_ptr<kube::KubeClient> kube_client;
@@ -260,6 +268,7 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     init.restore_target.initial_cluster_token = cfg.InitialClusterToken();
   }
   init.cancel = &stop;
+  init.metrics = &metrics;
   if (kube_client != nullptr && o.leases.member_lease_renewal) {
     init.heartbeat_present = [&kube_client, &lease_namespace, &member] {
       auto lease = kube_client->GetLease(lease_namespace, member);
@@ -273,6 +282,7 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
 
   HttpApi::Deps deps;
   deps.store = store.get();
+  deps.metrics = &metrics;
   deps.initialize = [&init](ValidationMode mode) { return Initialize(init, mode); };
   deps.render_config = [&o, &cfg, &member]() -> Result<std::string> {
     // The running members, when a cluster answers (none when it is being created).
@@ -404,11 +414,19 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     if (st->islearner() && cluster_size > 1) {
       // A learner's own sidecar promotes it once it has caught up (refused until then),
       // through a voting member: a learner refuses the call.
+      metrics.is_learner.Set(1);
       auto cluster = EtcdClient::ConnectToCluster(o.etcd);
+      const auto started = std::chrono::steady_clock::now();
       Status p = cluster.ok()
                      ? cluster->client->MemberPromote(st->header().member_id(), milliseconds(30000))
                      : cluster.status();
-      if (p.ok() || p.message().find("not a learner") != std::string::npos) {
+      const bool not_learner = p.message().find("not a learner") != std::string::npos;
+      // gardener times the promote call (a refusal too), not a member that is no learner.
+      if (cluster.ok() && !not_learner) {
+        metrics.member_promote.Observe(p.ok(), common::SecondsSince(started));
+      }
+      if (p.ok()) metrics.is_learner.Set(0);
+      if (p.ok() || not_learner) {
         log::Info("promoted this member to a voting member");
       } else {
         log::Info("learner not promoted yet", {log::F("reason", p)});

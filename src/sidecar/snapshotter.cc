@@ -27,6 +27,12 @@ constexpr std::chrono::milliseconds kMinGcPeriod{1000};
 // Any key: only the response header's revision (the store's current revision) is used.
 constexpr char kRevisionProbeKey[] = "foo";
 
+// A snapshot's creation time as gardener's metrics give it: whole unix seconds.
+double UnixSeconds(SystemTime t) {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
+}
+
 // `d` in hours, fraction included (gardener compares hours as floats).
 double Hours(std::chrono::system_clock::duration d) {
   return std::chrono::duration<double, std::ratio<3600>>(d).count();
@@ -45,7 +51,12 @@ class Snapshotter::Impl {
  public:
   Impl(SnapStore& store, EtcdClient& client, SnapshotterOptions options, const common::Clock& clock,
        std::atomic<bool>* active)
-      : store_(store), client_(client), opts_(std::move(options)), clock_(clock), active_(active) {}
+      : store_(store),
+        client_(client),
+        opts_(std::move(options)),
+        clock_(clock),
+        active_(active),
+        metrics_(opts_.metrics != nullptr ? *opts_.metrics : own_metrics_) {}
   ~Impl() { CloseWatch(); }
 
   Status Run();
@@ -117,6 +128,8 @@ class Snapshotter::Impl {
   const SnapshotterOptions opts_;
   const common::Clock& clock_;
   std::atomic<bool>* const active_;  // the Snapshotter's flag: written by the loop only
+  SidecarMetrics own_metrics_;       // counts when the options name no metrics
+  SidecarMetrics& metrics_;          // thread-safe
 
   // Loop thread only (and the destructor, once Run() has returned): no lock.
   SnapshotInfo prev_;  // the newest snapshot taken or found (a zero Full when none)
@@ -175,6 +188,7 @@ Status Snapshotter::Impl::Run() {
   if (st.ok()) {
     log::Info("snapshotter stopped");
   } else {
+    metrics_.CountSnapshotterFailure(st.message());
     log::Error("snapshotter failed", {log::F("error", st)});
   }
   std::lock_guard<std::mutex> l(mu_);
@@ -210,6 +224,8 @@ Status Snapshotter::Impl::RunBody() {
     }
   }
   if (!initial_delta_taken) {
+    metrics_.SnapshotRequired(MetricKind::kIncr).Set(0);
+    metrics_.SnapshotRequired(MetricKind::kFull).Set(1);
     auto f = TakeFull(false);
     if (!f.ok()) return f.status().WithContext("initial full snapshot");
   }
@@ -320,6 +336,16 @@ Status Snapshotter::Impl::LoadState() {
     prev_ = NewSnapshot(SnapshotKind::kFull, 0, 0, clock_.WallNow(), "", false);
   }
   last_revision_.store(prev_.last_revision);
+  // gardener's snapshotter, made: the latest snapshots' times (a full without deltas stands for
+  // both kinds), the newest one's revision, the latest deltas.
+  if (latest.full) {
+    metrics_.LatestTimestamp(MetricKind::kFull).Set(UnixSeconds(latest.full->created_on));
+  }
+  if (latest.full || !latest.deltas.empty()) {
+    metrics_.LatestTimestamp(MetricKind::kIncr).Set(UnixSeconds(prev_.created_on));
+  }
+  metrics_.LatestRevision(MetricKindOf(prev_)).Set(static_cast<double>(prev_.last_revision));
+  metrics_.SetLatestDeltas(latest.deltas);
   if (prev_full_) {
     log::Info("latest backup found",
               {log::F("full", prev_full_->snap_name), log::F("deltas", latest.deltas.size()),
@@ -350,11 +376,18 @@ Status Snapshotter::Impl::CollectEventsSincePrevious(bool* stopped) {
   CloseWatch();
   delta_ = DeltaWriter();
   ETCDW_ASSIGN_OR_RETURN(int64_t current, CurrentRevision());
+  // Required: a full snapshot when the member is ahead of the latest full one; a delta (and a
+  // full) when it is ahead of the latest backup.
+  metrics_.SnapshotRequired(MetricKind::kFull)
+      .Set(!prev_full_ || prev_full_->last_revision != current ? 1 : 0);
+  metrics_.SnapshotRequired(MetricKind::kIncr).Set(0);
   ETCDW_RETURN_IF_ERROR(OpenWatch(prev_.last_revision + 1));
   if (prev_.last_revision >= current) {
     log::Info("no new events since the last snapshot; skipping the initial delta snapshot");
     return Status::Ok();
   }
+  metrics_.SnapshotRequired(MetricKind::kFull).Set(1);
+  metrics_.SnapshotRequired(MetricKind::kIncr).Set(1);
   log::Info("collecting events since the last snapshot",
             {log::F("from", prev_.last_revision + 1), log::F("to", current)});
   return DrainWatchUntil(current, stopped);
@@ -392,6 +425,10 @@ Status Snapshotter::Impl::HandleWatchItem(const WatchItem& item) {
   for (const auto& ev : item.response->events()) {
     delta_.Add(ev, now);
     watched_revision_ = std::max(watched_revision_, ev.kv().mod_revision());
+  }
+  if (item.response->events_size() > 0) {
+    metrics_.SnapshotRequired(MetricKind::kFull).Set(1);
+    metrics_.SnapshotRequired(MetricKind::kIncr).Set(1);
   }
   if (delta_.event_count() > 0 &&
       static_cast<int64_t>(delta_.size_bytes()) >= opts_.delta_memory_limit) {
@@ -451,14 +488,24 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
       upload = temps.Add(JoinPath(opts_.temp_dir, s.snap_name));
       ETCDW_RETURN_IF_ERROR(CompressFile(db, upload, opts_.compression));
     }
-    ETCDW_RETURN_IF_ERROR(store_.Save(s, upload).WithContext("saving " + s.snap_name));
+    Status saved = store_.Save(s, upload);
+    metrics_.SnapshotDuration(MetricKind::kFull)
+        .Observe(saved.ok(), std::chrono::duration<double>(clock_.Now() - started).count());
+    ETCDW_RETURN_IF_ERROR(saved.WithContext("saving " + s.snap_name));
     prev_ = s;
     prev_full_ = s;
     last_revision_.store(revision);
+    metrics_.LatestRevision(MetricKind::kFull).Set(static_cast<double>(revision));
+    metrics_.LatestTimestamp(MetricKind::kFull).Set(UnixSeconds(s.created_on));
+    metrics_.latest_deltas.Set(0);
+    metrics_.latest_deltas_revisions.Set(0);
     log::Info("saved full snapshot",
               {log::F("snapshot", s.snap_name), log::F("bytes", *size),
                log::F("seconds", std::chrono::duration<double>(clock_.Now() - started).count())});
   }
+  // Taken, or not needed: nothing is required until the next write.
+  metrics_.SnapshotRequired(MetricKind::kFull).Set(0);
+  metrics_.SnapshotRequired(MetricKind::kIncr).Set(0);
   if (DeltasEnabled()) ETCDW_RETURN_IF_ERROR(OpenWatch(prev_.last_revision + 1));
   return prev_;
 }
@@ -466,6 +513,7 @@ Result<SnapshotInfo> Snapshotter::Impl::SaveFullSnapshot(bool final) {
 Result<std::optional<SnapshotInfo>> Snapshotter::Impl::SaveDelta() {
   if (delta_.event_count() == 0) {
     log::Info("no events received since the last snapshot; skipping delta snapshot");
+    metrics_.SnapshotRequired(MetricKind::kIncr).Set(0);
     return std::optional<SnapshotInfo>();
   }
   const int64_t last = delta_.last_revision();
@@ -478,14 +526,24 @@ Result<std::optional<SnapshotInfo>> Snapshotter::Impl::SaveDelta() {
   ETCDW_RETURN_IF_ERROR(WriteFile(raw, payload));
   if (opts_.before_verify) opts_.before_verify(raw);
   ETCDW_RETURN_IF_ERROR(VerifyDeltaSnapshotFile(raw));
+  // gardener times a delta from its compression to the end of its upload.
+  const SteadyTime started = clock_.Now();
   std::string upload = raw;
   if (opts_.compression != Compression::kNone) {
     upload = temps.Add(JoinPath(opts_.temp_dir, s.snap_name));
     ETCDW_RETURN_IF_ERROR(CompressFile(raw, upload, opts_.compression));
   }
-  ETCDW_RETURN_IF_ERROR(store_.Save(s, upload).WithContext("saving " + s.snap_name));
+  Status saved = store_.Save(s, upload);
+  metrics_.SnapshotDuration(MetricKind::kIncr)
+      .Observe(saved.ok(), std::chrono::duration<double>(clock_.Now() - started).count());
+  ETCDW_RETURN_IF_ERROR(saved.WithContext("saving " + s.snap_name));
   prev_ = s;
   last_revision_.store(last);
+  metrics_.LatestRevision(MetricKind::kIncr).Set(static_cast<double>(last));
+  metrics_.LatestTimestamp(MetricKind::kIncr).Set(UnixSeconds(s.created_on));
+  metrics_.SnapshotRequired(MetricKind::kIncr).Set(0);
+  metrics_.latest_deltas.Add(1);
+  metrics_.latest_deltas_revisions.Add(static_cast<double>(last - s.start_revision));
   log::Info("saved delta snapshot",
             {log::F("snapshot", s.snap_name), log::F("events", static_cast<uint64_t>(events)),
              log::F("bytes", static_cast<uint64_t>(payload.size()))});
@@ -591,6 +649,7 @@ void Snapshotter::Impl::GcLoop(SteadyTime first_due) {
 void Snapshotter::Impl::CollectGarbage() {
   auto list = store_.List();
   if (!list.ok()) {
+    metrics_.CountSnapshotterFailure(list.status().message());
     log::Warn("GC: cannot list snapshots", {log::F("error", list.status())});
     return;
   }
@@ -600,7 +659,9 @@ void Snapshotter::Impl::CollectGarbage() {
   int deleted = 0;
   for (const auto& s : garbage) {
     Status st = store_.Delete(s);
+    metrics_.Gc(MetricKindOf(s)).Add(st.ok());
     if (!st.ok()) {
+      metrics_.CountSnapshotterFailure(st.message());
       log::Warn("GC: cannot delete snapshot",
                 {log::F("snapshot", SnapshotKey(s)), log::F("error", st)});
       continue;

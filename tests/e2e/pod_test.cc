@@ -275,6 +275,18 @@ TEST(PodTest, ServesGardenersHttpApi) {
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(latest->status, 200);
   EXPECT_EQ(latest->body, R"({"deltaSnapshots":null,"fullSnapshot":null})");
+  // gardener's metrics page: the initialisation above validated the directory of a
+  // one-member cluster.
+  auto metrics = pod.Sidecar("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_EQ(metrics->headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8");
+  for (const char* line :
+       {"\netcdbr_validation_duration_seconds_count{succeeded=\"true\"} 1\n",
+        "\netcdbr_cluster_size 1\n", "\n# TYPE etcdbr_snapshot_duration_seconds histogram\n",
+        "\n# TYPE process_cpu_seconds_total counter\n"}) {
+    EXPECT_NE(metrics->body.find(line), std::string::npos) << line << metrics->body;
+  }
 }
 
 // A gzip file's content, decompressed by the gzip command.

@@ -19,7 +19,9 @@
 #include "etcdw/member/etcd_server.h"
 #include "etcdw/sidecar/compression.h"
 #include "etcdw/sidecar/delta.h"
+#include "etcdw/sidecar/initializer.h"
 #include "etcdw/sidecar/local_store.h"
+#include "etcdw/sidecar/metrics.h"
 #include "etcdw/sidecar/restorer.h"
 #include "etcdw/sidecar/snapshot_verify.h"
 #include "support/await.h"
@@ -672,6 +674,89 @@ TEST_F(SnapshotterTest, SnapshotFailingVerificationIsNotUploaded) {
   }
 }
 
+double UnixSeconds(std::chrono::system_clock::time_point t) {
+  return static_cast<double>(std::chrono::system_clock::to_time_t(t));
+}
+
+uint64_t Count(const common::Histogram& h) { return h.Read().count; }
+
+// gardener's snapshot metrics, moved as its snapshotter moves them: a full snapshot sets the
+// latest revision and time and clears "required"; writes set it; a delta clears the delta's.
+TEST_F(SnapshotterTest, SnapshotsMoveTheSnapshotMetrics) {
+  int64_t rev = Put("a", "1");
+  SidecarMetrics m;
+  auto o = Options();
+  o.metrics = &m;
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  ASSERT_TRUE(run.WaitActive());
+  auto fulls = ListKind(SnapshotKind::kFull);
+  ASSERT_EQ(fulls.size(), 1u);
+  EXPECT_EQ(Count(m.SnapshotDuration(MetricKind::kFull).succeeded), 1u);
+  EXPECT_EQ(Count(m.SnapshotDuration(MetricKind::kFull).failed), 0u);
+  EXPECT_EQ(m.LatestRevision(MetricKind::kFull).Value(), static_cast<double>(rev));
+  EXPECT_EQ(m.LatestTimestamp(MetricKind::kFull).Value(), UnixSeconds(fulls[0].created_on));
+  EXPECT_EQ(m.SnapshotRequired(MetricKind::kFull).Value(), 0);
+  EXPECT_EQ(m.SnapshotRequired(MetricKind::kIncr).Value(), 0);
+  EXPECT_NE(m.Text().find("\netcdbr_snapshot_latest_revision{kind=\"Full\"} " +
+                          std::to_string(rev) + "\n"),
+            std::string::npos);
+
+  // A write the watch delivers: both kinds are required.
+  Put("b", "2");
+  rev = Put("c", "3");
+  ASSERT_TRUE(WaitUntil([&] {
+    return m.SnapshotRequired(MetricKind::kIncr).Value() == 1 &&
+           m.SnapshotRequired(MetricKind::kFull).Value() == 1;
+  }));
+  auto d = s.TriggerDelta();
+  ASSERT_TRUE(d.ok() && d->has_value()) << d.status().ToString();
+  EXPECT_EQ(Count(m.SnapshotDuration(MetricKind::kIncr).succeeded), 1u);
+  EXPECT_EQ(m.LatestRevision(MetricKind::kIncr).Value(), static_cast<double>(rev));
+  EXPECT_EQ(m.LatestTimestamp(MetricKind::kIncr).Value(), UnixSeconds((*d)->created_on));
+  EXPECT_EQ(m.SnapshotRequired(MetricKind::kIncr).Value(), 0);
+  EXPECT_EQ(m.SnapshotRequired(MetricKind::kFull).Value(), 1);
+  EXPECT_EQ(m.latest_deltas.Value(), 1);
+  EXPECT_EQ(m.latest_deltas_revisions.Value(),
+            static_cast<double>((*d)->last_revision - (*d)->start_revision));
+
+  auto f = s.TriggerFull(false);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(Count(m.SnapshotDuration(MetricKind::kFull).succeeded), 2u);
+  EXPECT_EQ(m.SnapshotRequired(MetricKind::kFull).Value(), 0);
+  EXPECT_EQ(m.latest_deltas.Value(), 0);
+  EXPECT_EQ(m.latest_deltas_revisions.Value(), 0);
+  EXPECT_TRUE(run.Finish().ok());
+  EXPECT_EQ(m.SnapshotterFailures().size(), 1u);  // the pre-initialised error=""
+
+  // A new term's snapshotter reads the latest set: a full without deltas dates both kinds.
+  Snapshotter next(*store_, *client_, o);
+  Running again(next);
+  ASSERT_TRUE(again.WaitActive());
+  EXPECT_EQ(m.LatestTimestamp(MetricKind::kIncr).Value(), UnixSeconds(f->created_on));
+  EXPECT_EQ(Count(m.SnapshotDuration(MetricKind::kFull).succeeded), 2u);  // nothing new taken
+  EXPECT_TRUE(again.Finish().ok());
+}
+
+TEST_F(SnapshotterTest, AFailedSnapshotCountsASnapshotterFailure) {
+  SidecarMetrics m;
+  auto o = Options();
+  o.metrics = &m;
+  o.before_verify = [](const std::string& path) { WriteFile(path, "not a snapshot"); };
+  Snapshotter s(*store_, *client_, o);
+  Running run(s);
+  auto st = run.WaitEnd(10s);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_FALSE(st->ok());
+  auto failures = m.SnapshotterFailures();
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[""], 0u);
+  EXPECT_EQ(failures[st->message()], 1u) << st->message();
+  // Refused before the upload: not timed (gardener times the upload's outcome).
+  EXPECT_EQ(Count(m.SnapshotDuration(MetricKind::kFull).failed), 0u);
+  EXPECT_EQ(m.SnapshotRequired(MetricKind::kFull).Value(), 1);
+}
+
 // GC runs on the snapshotter's clock, every gc_period, judging ages by the clock's time.
 TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
   // Far from real time: the old deltas are garbage only by the clock's reading (by the real
@@ -689,6 +774,8 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
   o.gc.policy = GcPolicy::kLimitBased;
   o.gc.max_backups = 2;
   o.gc_period = 60s;
+  SidecarMetrics m;
+  o.metrics = &m;
   Snapshotter s(*store_, *client_, o, clock);
   Running run(s);
   ASSERT_TRUE(run.WaitActive());
@@ -720,6 +807,13 @@ TEST_F(SnapshotterTest, GarbageCollectionKeepsNewestFullsLimitBased) {
     EXPECT_EQ(after[1].snap_name, latest);
     EXPECT_EQ(after[2].snap_name, (*d)->snap_name);
   }
+  // Every deletion counted by kind: three fulls, four deltas, then one delta a period.
+  EXPECT_TRUE(WaitUntil([&] { return m.Gc(MetricKind::kIncr).succeeded.Value() == 6; }))
+      << m.Gc(MetricKind::kIncr).succeeded.Value();
+  EXPECT_EQ(m.Gc(MetricKind::kFull).succeeded.Value(), 3u);
+  EXPECT_EQ(m.Gc(MetricKind::kFull).failed.Value() + m.Gc(MetricKind::kIncr).failed.Value(), 0u);
+  EXPECT_EQ(m.Gc(MetricKind::kChunk).succeeded.Value(), 0u);
+  EXPECT_EQ(m.SnapshotterFailures().size(), 1u);
   EXPECT_TRUE(run.Finish().ok());
 }
 
@@ -772,6 +866,47 @@ TEST_F(RestoreTest, FullAndDeltaRebuildTheBackedUpRevision) {
   EXPECT_EQ(check.revision, set.LastRevision());
   EXPECT_FALSE(fs::exists(dir + ".part"));
   EXPECT_FALSE(fs::exists(root_ + "/restore.tmp")) << "downloads left behind";
+}
+
+// gardener's initializer times the validation and the single-node restoration, each by outcome.
+TEST_F(RestoreTest, InitializationTimesValidationAndRestoration) {
+  ::unsetenv("POD_NAMESPACE");  // no safe-guard file written beside the directory
+  LatestSet set = BackUp();
+  ASSERT_TRUE(set.full.has_value());
+  ServerOptions o;
+  o.restoration.data_dir = root_ + "/member";
+  o.restoration.temp_dir = root_ + "/restore.tmp";
+  o.store.temp_dir = root_ + "/snapstore.tmp";
+  SidecarMetrics m;
+  InitializerContext ctx;
+  ctx.options = &o;
+  ctx.store = store_.get();
+  ctx.member_name = "t";
+  ctx.restore_target = RestoreOpts().target;
+  ctx.metrics = &m;
+  Status st = Initialize(ctx, ValidationMode::kSanity);  // no data directory: restored
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(m.cluster_size.Value(), 1);
+  EXPECT_EQ(Count(m.validation.succeeded), 1u);
+  EXPECT_EQ(Count(m.validation.failed), 0u);
+  EXPECT_EQ(Count(m.restoration_single_node.succeeded), 1u);
+  EXPECT_EQ(Count(m.restoration_single_node.failed), 0u);
+  EXPECT_EQ(m.latest_deltas.Value(), 1);
+
+  st = Initialize(ctx, ValidationMode::kFull);  // valid now: validated, nothing restored
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Count(m.validation.succeeded), 2u);
+  EXPECT_EQ(Count(m.restoration_single_node.succeeded), 1u);
+
+  // A damaged backup fails the restoration of a missing directory.
+  fs::remove_all(o.restoration.data_dir);
+  ASSERT_TRUE(testsupport::FlipByte(ObjectPath(*set.full), 100, 0x04));
+  st = Initialize(ctx, ValidationMode::kSanity);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(Count(m.validation.succeeded), 3u);
+  EXPECT_EQ(Count(m.restoration_single_node.failed), 1u);
+  EXPECT_EQ(
+      Count(m.restoration_single_member.succeeded) + Count(m.restoration_single_member.failed), 0u);
 }
 
 TEST_F(RestoreTest, ADamagedObjectFailsTheRestoreNamingItAndKeepsTheDataDirectory) {

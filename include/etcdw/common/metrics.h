@@ -34,6 +34,17 @@ class Counter {
   std::atomic<uint64_t> v_{0};
 };
 
+// A value set or moved from any thread (a Prometheus gauge).
+class Gauge {
+ public:
+  void Set(double v) { v_.store(v, std::memory_order_relaxed); }
+  void Add(double d) { v_.fetch_add(d, std::memory_order_relaxed); }
+  double Value() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> v_{0};
+};
+
 // Observations counted into buckets by upper bound (Prometheus's cumulative `le` buckets are
 // computed when read), with their sum. Observe may run on several threads at once.
 class Histogram {
@@ -63,6 +74,9 @@ class Histogram {
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Prometheus's DefBuckets, the buckets of a histogram that names none: .005 to 10 seconds.
+std::vector<double> DefaultBuckets();
 
 // Prometheus's ExponentialBuckets: `count` bounds start, start*factor, start*factor^2, ...
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
@@ -103,5 +117,11 @@ class MetricsPage {
 // process_virtual_memory_bytes, process_virtual_memory_max_bytes, process_open_fds,
 // process_max_fds, process_start_time_seconds, os_fd_used, os_fd_limit.
 void WriteProcessMetrics(MetricsPage& page);
+
+// The families of the process collector of Go's client library 1.20 and later (what gardener's
+// sidecar serves): those of WriteProcessMetrics but os_fd_*, and the bytes the process's network
+// namespace received and sent (InOctets and OutOctets of /proc/self/net/netstat):
+// process_network_receive_bytes_total, process_network_transmit_bytes_total.
+void WriteGoProcessMetrics(MetricsPage& page);
 
 }  // namespace etcdw::common

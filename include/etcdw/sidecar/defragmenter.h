@@ -17,6 +17,7 @@
 #include "etcdw/common/status.h"
 #include "etcdw/sidecar/cron.h"
 #include "etcdw/sidecar/etcd_client.h"
+#include "etcdw/sidecar/metrics.h"
 
 namespace etcdw::sidecar {
 
@@ -26,9 +27,11 @@ namespace etcdw::sidecar {
 // Returns the client URLs in the order they were defragmented; the first failure ends the
 // round and is returned (naming the member). Blocks the calling thread for the whole round;
 // `clock` only times the log lines.
+// Each member's Defragment call is timed into `metrics` (by its client URL) when given.
 Result<std::vector<std::string>> DefragmentCluster(
     const EtcdConnectionOptions& options,
-    const common::Clock& clock = common::SystemClock::Instance());
+    const common::Clock& clock = common::SystemClock::Instance(),
+    SidecarMetrics* metrics = nullptr);
 
 // Runs DefragmentCluster at every time of the schedule: the first attempt `first_delay` after
 // the schedule fires, then again every `retry` until a round succeeds (gardener: one minute
@@ -42,11 +45,12 @@ Result<std::vector<std::string>> DefragmentCluster(
 // nothing outside this class but the etcd client and the clock.
 class DefragScheduler {
  public:
-  // `clock` must outlive the scheduler.
+  // `clock` and `metrics` (null: none) must outlive the scheduler.
   DefragScheduler(EtcdConnectionOptions options, CronSchedule schedule,
                   std::chrono::milliseconds first_delay = std::chrono::minutes(1),
                   std::chrono::milliseconds retry = std::chrono::minutes(1),
-                  const common::Clock& clock = common::SystemClock::Instance());
+                  const common::Clock& clock = common::SystemClock::Instance(),
+                  SidecarMetrics* metrics = nullptr);
   ~DefragScheduler();  // Stop()
   DefragScheduler(const DefragScheduler&) = delete;
   DefragScheduler& operator=(const DefragScheduler&) = delete;
@@ -75,6 +79,7 @@ class DefragScheduler {
   const CronSchedule schedule_;
   const std::chrono::milliseconds first_delay_, retry_;
   const common::Clock& clock_;
+  SidecarMetrics* const metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;  // signalled with stop_
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

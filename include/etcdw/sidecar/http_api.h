@@ -7,6 +7,8 @@
 //   /snapshot/delta                          an out-of-schedule delta snapshot (JSON or null)
 //   /snapshot/latest                         {"fullSnapshot": ..., "deltaSnapshots": [...]}
 //   /healthz                                 200 {"health":true} / 503 {"health":false}
+//   /metrics                                 Prometheus text format 0.0.4 (sidecar/metrics.h);
+//                                            404 without Deps::metrics
 // Snapshot routes answer 405 when no store is configured. On a sidecar that is not the backup
 // leader, /snapshot/full and /snapshot/delta are proxied to the leader's sidecar (gardener's
 // delegation: its /healthz must say {"health":true} first; any failure -> 405), and
@@ -23,6 +25,7 @@
 #include <thread>
 
 #include "etcdw/common/http.h"
+#include "etcdw/sidecar/metrics.h"
 #include "etcdw/sidecar/snapshotter.h"
 #include "etcdw/sidecar/validator.h"
 
@@ -43,6 +46,8 @@ class HttpApi {
     std::function<Result<std::string>()> leader_sidecar_url;
     // How to reach it: TLS roots (ca_file) for https; `tls` is set from the URL.
     common::HttpClientOptions leader_client;
+    // What /metrics writes, and where /snapshot/latest records the latest deltas; null: 404.
+    SidecarMetrics* metrics = nullptr;
   };
   explicit HttpApi(Deps deps);
   ~HttpApi();  // waits for a running initialisation
@@ -63,6 +68,7 @@ class HttpApi {
   common::HttpResponse StatusRoute();
   common::HttpResponse Snapshot(const common::HttpRequest& req);
   common::HttpResponse Delegate(const common::HttpRequest& req);
+  common::HttpResponse Metrics();
 
   const Deps deps_;  // set at construction, read-only after
   mutable std::mutex mu_;

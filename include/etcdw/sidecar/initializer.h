@@ -17,6 +17,7 @@
 #include <string>
 
 #include "etcdw/common/status.h"
+#include "etcdw/sidecar/metrics.h"
 #include "etcdw/sidecar/options.h"
 #include "etcdw/sidecar/snap_store.h"
 #include "etcdw/sidecar/validator.h"
@@ -34,6 +35,9 @@ struct InitializerContext {
   // When no member of the cluster answers: whether this member's Kubernetes lease holds a
   // heartbeat (it was a member before). Empty: not known.
   std::function<bool()> heartbeat_present;
+  // Where the cluster size, validation, restoration and membership changes are counted (as
+  // gardener's initializer counts them); null: nowhere.
+  SidecarMetrics* metrics = nullptr;
 };
 
 Status Initialize(const InitializerContext& ctx, ValidationMode mode);

@@ -30,6 +30,7 @@
 #include "etcdw/sidecar/cron.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/gc.h"
+#include "etcdw/sidecar/metrics.h"
 #include "etcdw/sidecar/snap_store.h"
 #include "etcdw/sidecar/snapshot.h"
 
@@ -58,6 +59,8 @@ struct SnapshotterOptions {
   // each memory-limit cut), whether or not events were saved.
   std::function<void(const SnapshotInfo& full)> on_full_snapshot;
   std::function<void()> on_delta_period;
+  // Where the snapshots, GC and failures are counted (outlives the snapshotter); null: nowhere.
+  SidecarMetrics* metrics = nullptr;
 };
 
 // Threads:
