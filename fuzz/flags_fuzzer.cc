@@ -45,13 +45,15 @@ struct Program {
     }
   }
   static sidecar::Command CommandOf(uint8_t k) {
-    switch (k % 4) {
+    switch (k % 5) {
       case 0:
         return sidecar::Command::kServer;
       case 1:
         return sidecar::Command::kSnapshot;
       case 2:
         return sidecar::Command::kRestore;
+      case 3:
+        return sidecar::Command::kCompact;
       default:
         return sidecar::Command::kInitialize;
     }
