@@ -9,8 +9,6 @@
 //   silently shortened snapshot), as is a zlib stream with bytes after it.
 // Input: byte 0 picks the compression of the arbitrary file (its low two bits) and byte 1 where
 // compressed files are cut; the rest is both the arbitrary file and the x of the round trips.
-#include <stdlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +21,7 @@
 
 #include "etcdw/common/status.h"
 #include "etcdw/sidecar/compression.h"
+#include "scratch_dir.h"
 
 namespace {
 
@@ -38,15 +37,9 @@ using etcdw::sidecar::DecompressFile;
   std::abort();
 }
 
-// A directory for the process (in memory when /dev/shm is there).
+// A file of the process's scratch directory.
 std::string Path(const char* name) {
-  static const std::string dir = [] {
-    std::string base = fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
-    std::string tmpl = base + "/compression_fuzzer.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    return tmpl;
-  }();
-  return dir + "/" + name;
+  return etcdw::fuzz::ScratchDir("compression_fuzzer") + "/" + name;
 }
 
 void Write(const std::string& path, std::string_view data) {

@@ -10,9 +10,6 @@
 // Input: byte 0 bit 0 set: the rest is one segment file as is. Otherwise the rest is a program
 // that writes segments record by record, with right checksums (so that inputs get past them)
 // and with damage where it asks for it; see Build.
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +22,7 @@
 
 #include "etcdw/raft.pb.h"
 #include "etcdw/storage/raft_log.h"
+#include "scratch_dir.h"
 #include "storage/raft_log_format.h"
 
 namespace {
@@ -39,15 +37,9 @@ using etcdw::storage::RaftLogOptions;
   std::abort();
 }
 
-// One directory for the process (in memory when /dev/shm is there); each input's log goes to
-// <it>/log, emptied first.
+// Each input's log goes to <the scratch directory>/log, emptied first.
 const std::string& LogDir() {
-  static const std::string dir = [] {
-    std::string base = fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
-    std::string tmpl = base + "/raft_log_fuzzer.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) Fail("mkdtemp");
-    return tmpl + "/log";
-  }();
+  static const std::string dir = etcdw::fuzz::ScratchDir("raft_log_fuzzer") + "/log";
   return dir;
 }
 

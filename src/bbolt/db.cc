@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 
 namespace etcdw::bbolt {
@@ -275,8 +276,10 @@ class BoltDb::Impl {
 
   Status Walk(const BucketRoot& b, const Visitor& visit) const {
     std::unordered_set<uint64_t> visited;
-    if (b.page == 0) return WalkNode(b.inline_page, b.name + " (inline)", 0, b, visited, visit);
-    return WalkPage(b.page, b.name, 0, b, visited, visit);
+    if (b.page == 0) {
+      return WalkNode(b.inline_page, b.name + " (inline)", 0, {}, b, visited, visit);
+    }
+    return WalkPage(b.page, b.name, 0, {}, b, visited, visit);
   }
 
   std::string Prefix() const { return "bbolt \"" + path_ + "\": "; }
@@ -289,27 +292,49 @@ class BoltDb::Impl {
   uint64_t meta_root_ = 0;
 
  private:
-  Status WalkPage(uint64_t id, const std::string& referrer, int depth, const BucketRoot& b,
-                  std::unordered_set<uint64_t>& visited, const Visitor& visit) const {
+  // The keys a page may hold: a branch element's key is the first key below it, so the keys
+  // below element i lie in [key i, key i+1) (for the first element, below key 1 only: Find takes
+  // the first child for any smaller key). Pages that hold keys outside it are damage: a walk
+  // would list keys out of order, and Find would not find them.
+  struct KeyRange {
+    std::optional<std::string_view> low;   // none: no lower bound
+    std::optional<std::string_view> high;  // none: no upper bound
+    bool Holds(std::string_view key) const {
+      return (!low || *low <= key) && (!high || key < *high);
+    }
+  };
+
+  Status WalkPage(uint64_t id, const std::string& referrer, int depth, const KeyRange& range,
+                  const BucketRoot& b, std::unordered_set<uint64_t>& visited,
+                  const Visitor& visit) const {
     if (depth > kMaxDepth) return DataLoss(Prefix() + b.name + ": the tree is deeper than 64");
     if (!visited.insert(id).second) {
       return DataLoss(Prefix() + "page " + std::to_string(id) + " is reached twice from " + b.name +
                       " (a cycle)");
     }
     ETCDW_ASSIGN_OR_RETURN(std::string page, ReadPage(id, referrer));
-    return WalkNode(page, "page " + std::to_string(id), depth, b, visited, visit);
+    return WalkNode(page, "page " + std::to_string(id), depth, range, b, visited, visit);
   }
 
-  Status WalkNode(const std::string& page, const std::string& where, int depth, const BucketRoot& b,
-                  std::unordered_set<uint64_t>& visited, const Visitor& visit) const {
+  Status WalkNode(const std::string& page, const std::string& where, int depth,
+                  const KeyRange& range, const BucketRoot& b, std::unordered_set<uint64_t>& visited,
+                  const Visitor& visit) const {
     ETCDW_ASSIGN_OR_RETURN(Node n, ParseNode(page, Prefix() + where));
-    for (const auto& e : n.elements) {
+    for (size_t i = 0; i < n.elements.size(); ++i) {
+      const Element& e = n.elements[i];
+      if (!range.Holds(e.key)) {
+        return DataLoss(Prefix() + where + ": element " + std::to_string(i) +
+                        " is outside the key range its branch element gives the page");
+      }
       if (n.is_leaf) {
         ETCDW_RETURN_IF_ERROR(
             visit(e.key, e.is_bucket ? std::string_view() : e.value, e.is_bucket));
-      } else {
-        ETCDW_RETURN_IF_ERROR(WalkPage(e.child, where, depth + 1, b, visited, visit));
+        continue;
       }
+      KeyRange below = range;
+      if (i > 0) below.low = e.key;
+      if (i + 1 < n.elements.size()) below.high = n.elements[i + 1].key;
+      ETCDW_RETURN_IF_ERROR(WalkPage(e.child, where, depth + 1, below, b, visited, visit));
     }
     return Status::Ok();
   }

@@ -75,7 +75,9 @@ Status ApiError(const std::string& method, const std::string& path, int http_sta
   std::string message;
   std::string reason;
   const nlohmann::json status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (status.is_object() && status.value("kind", "") == "Status") {
+  // Any JSON may come back (a proxy's, another server's): a "kind" that is no string is no
+  // Status object, never an exception.
+  if (status.is_object() && status.contains("kind") && status["kind"] == "Status") {
     if (auto m = status.find("message"); m != status.end() && m->is_string()) message = *m;
     if (auto r = status.find("reason"); r != status.end() && r->is_string()) reason = *r;
   }

@@ -1,5 +1,6 @@
 #include "etcdw/mvcc/snapshot.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -141,6 +142,19 @@ class HashingReader {
     }
     return false;
   }
+  // Reads `n` bytes into `out`, growing it as they arrive, 1 MiB at a time: a damaged length
+  // costs memory only for the bytes that are there (not up to 1 GiB before a short read).
+  bool ReadString(std::string& out, uint64_t n) {
+    constexpr uint64_t kPiece = uint64_t{1} << 20;
+    out.clear();
+    while (out.size() < n) {
+      const size_t at = out.size();
+      const auto piece = static_cast<size_t>(std::min<uint64_t>(n - at, kPiece));
+      out.resize(at + piece);
+      if (!Read(out.data() + at, piece)) return false;
+    }
+    return true;
+  }
   bool ReadRaw(char* dst, size_t n) {
     return static_cast<bool>(in_.read(dst, static_cast<std::streamsize>(n)));
   }
@@ -178,11 +192,9 @@ Status RestoreSnapshot(std::istream& in, storage::Engine& engine) {
     if (!known) return DataLoss("snapshot: unknown column " + std::to_string(int(col)));
     uint64_t klen, vlen;
     if (!r.ReadVarint(&klen) || klen > (1u << 30)) return DataLoss("snapshot: bad key length");
-    key.resize(klen);
-    if (!r.Read(key.data(), klen)) return DataLoss("snapshot: truncated key");
+    if (!r.ReadString(key, klen)) return DataLoss("snapshot: truncated key");
     if (!r.ReadVarint(&vlen) || vlen > (1u << 30)) return DataLoss("snapshot: bad value length");
-    value.resize(vlen);
-    if (!r.Read(value.data(), vlen)) return DataLoss("snapshot: truncated value");
+    if (!r.ReadString(value, vlen)) return DataLoss("snapshot: truncated value");
     if (static_cast<Column>(col) == Column::kMeta && !storage::meta::InSnapshot(key)) {
       return DataLoss("snapshot: meta record \"" + storage::meta::Printable(key) +
                       "\" is not replicated state this version knows");

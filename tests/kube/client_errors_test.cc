@@ -3,6 +3,7 @@
 // answer is kUnavailable and a slow one kDeadlineExceeded.
 #include <chrono>
 
+#include "api_error.h"
 #include "etcdw/common/http.h"
 #include "kube_fixture.h"
 
@@ -187,6 +188,20 @@ TEST_F(ClientErrorsTest, AnswersWithoutAStatusObject) {
   auto html = client->Call("GET", "/html");
   EXPECT_EQ(html.status().code(), Code::kInternal);
   EXPECT_EQ(html.status().message(), "GET /html: the answer (HTTP 200) is not JSON");
+}
+
+// Found by fuzz/kube_json_fuzzer.cc: a JSON answer whose "kind" was no string threw out of
+// ApiError (nlohmann's value() converting it), ending the process on any such error answer.
+TEST(ApiErrorTest, AnAnswerWhoseKindIsNoStringIsText) {
+  for (const std::string body : {R"({"kind":30006454})", R"({"kind":null,"message":"m"})",
+                                 R"({"kind":["Status"],"message":"m"})"}) {
+    const Status st = ApiError("GET", "/p", 404, body);
+    EXPECT_EQ(st.code(), Code::kNotFound) << body;
+    EXPECT_EQ(st.message(), "GET /p: " + body + " (HTTP 404)");
+  }
+  const Status st = ApiError("PUT", "/p", 409, R"({"kind":"Status","message":3,"reason":4})");
+  EXPECT_EQ(st.code(), Code::kAborted);
+  EXPECT_EQ(st.message(), R"(PUT /p: {"kind":"Status","message":3,"reason":4} (HTTP 409))");
 }
 
 // A server URL with a path: every API path goes below it.

@@ -18,9 +18,10 @@
 //     inside the value. The root bucket's leaf elements are the top-level buckets.
 //
 // Damage is an error that names the page and what is wrong with it (a checksum, a page id
-// outside the file, an element outside its page, a page of the wrong kind, a cycle), never a
-// crash, an out-of-bounds read or a loop. Memory stays bounded: pages are read one at a time
-// with pread (a traversal holds one page per tree level).
+// outside the file, an element outside its page, keys out of order, in a page or across pages
+// (a page's keys outside the range its branch element gives it), a page of the wrong kind, a
+// cycle), never a crash, an out-of-bounds read or a loop. Memory stays bounded: pages are read one
+// at a time with pread (a traversal holds one page per tree level).
 //
 // Thread-safety: a BoltDb may be read from several threads at once (reads share only the file
 // descriptor, used with pread).
