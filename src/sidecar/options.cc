@@ -131,17 +131,22 @@ void AddRestorationFlags(FlagSet& f, ServerOptions* o) {
            "auto-compaction retention length of the embedded etcd");
 }
 
-void AddLeaseFlags(FlagSet& f, ServerOptions* o) {
-  f.Bool("enable-member-lease-renewal", &o->leases.member_lease_renewal, false,
-         "renew this member's lease (named after the member) every --k8s-heartbeat-duration");
-  f.Duration("k8s-heartbeat-duration", &o->leases.heartbeat, milliseconds(30000),
-             "period of the member lease renewal");
+// The snapshot leases' flags (server and compact).
+void AddSnapshotLeaseFlags(FlagSet& f, ServerOptions* o) {
   f.Bool("enable-snapshot-lease-renewal", &o->leases.snapshot_lease_renewal, false,
          "write the latest full and delta snapshot revisions to their leases");
   f.String("full-snapshot-lease-name", &o->leases.full_lease_name, "full-snapshot-revisions",
            "name of the lease holding the latest full snapshot's revision");
   f.String("delta-snapshot-lease-name", &o->leases.delta_lease_name, "delta-snapshot-revisions",
            "name of the lease holding the latest delta snapshot's revision");
+}
+
+void AddLeaseFlags(FlagSet& f, ServerOptions* o) {
+  f.Bool("enable-member-lease-renewal", &o->leases.member_lease_renewal, false,
+         "renew this member's lease (named after the member) every --k8s-heartbeat-duration");
+  f.Duration("k8s-heartbeat-duration", &o->leases.heartbeat, milliseconds(30000),
+             "period of the member lease renewal");
+  AddSnapshotLeaseFlags(f, o);
 }
 
 void AddLeaderElectionFlags(FlagSet& f, ServerOptions* o) {
@@ -228,12 +233,7 @@ void RegisterFlags(Command command, FlagSet& f, ServerOptions* o) {
                  "timeout duration for taking compacted full snapshots");
       f.Duration("etcd-defrag-timeout", &o->etcd.defrag_timeout, milliseconds(8 * 60000),
                  "timeout duration for etcd defrag call");
-      f.Bool("enable-snapshot-lease-renewal", &o->leases.snapshot_lease_renewal, false,
-             "write the compacted full snapshot's revision to the full snapshot lease");
-      f.String("full-snapshot-lease-name", &o->leases.full_lease_name, "full-snapshot-revisions",
-               "name of the lease holding the latest full snapshot's revision");
-      f.String("delta-snapshot-lease-name", &o->leases.delta_lease_name, "delta-snapshot-revisions",
-               "name of the lease holding the latest delta snapshot's revision");
+      AddSnapshotLeaseFlags(f, o);
       f.Duration("metrics-scrape-wait-duration", &o->metrics_scrape_wait, milliseconds(0),
                  "time to wait after the compaction before exiting, for metrics to be scraped");
       break;
