@@ -28,12 +28,16 @@
 #include "etcdw/storage/raft_log.h"
 #include "etcdw/storage/versioned_key.h"
 #include "support/await.h"
+#include "support/delta_events.h"
 #include "support/files.h"
 #include "support/local_member.h"
 #include "support/scratch_dir.h"
 
 namespace etcdw::data_dir {
 namespace {
+
+using testsupport::DeleteEvent;
+using testsupport::PutEvent;
 
 namespace fs = std::filesystem;
 using storage::Column;
@@ -49,25 +53,6 @@ const std::string kRestoredIdentity = std::string("name: restored\ninitial-adver
 
 RestoreTarget NewTarget() {
   return RestoreTarget{"restored", std::string("restored=") + kNewUrl, kNewToken, {kNewUrl}};
-}
-
-mvccpb::Event PutEvent(const std::string& key, const std::string& value, int64_t rev,
-                       int64_t lease = 0) {
-  mvccpb::Event e;
-  e.set_type(mvccpb::Event::PUT);
-  e.mutable_kv()->set_key(key);
-  e.mutable_kv()->set_value(value);
-  e.mutable_kv()->set_mod_revision(rev);
-  e.mutable_kv()->set_lease(lease);
-  return e;
-}
-
-mvccpb::Event DeleteEvent(const std::string& key, int64_t rev) {
-  mvccpb::Event e;
-  e.set_type(mvccpb::Event::DELETE);
-  e.mutable_kv()->set_key(key);
-  e.mutable_kv()->set_mod_revision(rev);
-  return e;
 }
 
 std::vector<std::string> Serialized(const etcdserverpb::RangeResponse& r) {

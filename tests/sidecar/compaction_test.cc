@@ -16,6 +16,7 @@
 #include "etcdw/sidecar/delta.h"
 #include "etcdw/sidecar/local_store.h"
 #include "etcdw/storage/engine.h"
+#include "support/delta_events.h"
 #include "support/etcd_fixture.h"
 #include "support/files.h"
 #include "support/scratch_dir.h"
@@ -23,28 +24,12 @@
 namespace etcdw::sidecar {
 namespace {
 
+using testsupport::DeleteEvent;
+using testsupport::PutEvent;
+
 namespace fs = std::filesystem;
 using std::chrono::minutes;
 using testsupport::kEtcdFixtureRevision;
-
-mvccpb::Event PutEvent(const std::string& key, const std::string& value, int64_t create,
-                       int64_t rev, int64_t version) {
-  mvccpb::Event e;
-  e.mutable_kv()->set_key(key);
-  e.mutable_kv()->set_value(value);
-  e.mutable_kv()->set_create_revision(create);
-  e.mutable_kv()->set_mod_revision(rev);
-  e.mutable_kv()->set_version(version);
-  return e;
-}
-
-mvccpb::Event DeleteEvent(const std::string& key, int64_t rev) {
-  mvccpb::Event e;
-  e.set_type(mvccpb::Event::DELETE);
-  e.mutable_kv()->set_key(key);
-  e.mutable_kv()->set_mod_revision(rev);
-  return e;
-}
 
 class CompactionTest : public ::testing::Test {
  protected:
@@ -80,14 +65,14 @@ class CompactionTest : public ::testing::Test {
     Save(NewSnapshot(SnapshotKind::kFull, 0, kEtcdFixtureRevision, created_, ".gz", false), full);
     const int64_t r = kEtcdFixtureRevision;
     DeltaWriter d1;
-    d1.Add(PutEvent("new", "1", r + 1, r + 1, 1), created_);
-    d1.Add(PutEvent("new", "2", r + 1, r + 2, 2), created_);
+    d1.Add(PutEvent("new", "1", r + 1, 0, r + 1, 1), created_);
+    d1.Add(PutEvent("new", "2", r + 2, 0, r + 1, 2), created_);
     ASSERT_TRUE(testsupport::WriteFile(root_ + "/d1", d1.Finish()));
     Save(NewSnapshot(SnapshotKind::kIncr, r + 1, r + 2, created_ + minutes(1), ".gz", false),
          root_ + "/d1");
     DeltaWriter d2;
     d2.Add(DeleteEvent("k1", r + 3), created_);
-    d2.Add(PutEvent("new", "3", r + 1, r + 4, 3), created_);
+    d2.Add(PutEvent("new", "3", r + 4, 0, r + 1, 3), created_);
     ASSERT_TRUE(testsupport::WriteFile(root_ + "/d2", d2.Finish()));
     Save(NewSnapshot(SnapshotKind::kIncr, r + 3, r + 4, created_ + minutes(2), ".zlib", false),
          root_ + "/d2");
@@ -192,7 +177,7 @@ TEST_F(CompactionTest, AMissingDeltaFailsAndLeavesTheStoreAsItWas) {
   const int64_t r = kEtcdFixtureRevision;
   // A delta from 313: 312 is missing.
   DeltaWriter d;
-  d.Add(PutEvent("later", "x", r + 6, r + 6, 1), created_);
+  d.Add(PutEvent("later", "x", r + 6, 0, r + 6, 1), created_);
   ASSERT_TRUE(testsupport::WriteFile(root_ + "/d3", d.Finish()));
   Save(NewSnapshot(SnapshotKind::kIncr, r + 6, r + 6, created_ + minutes(3), ".gz", false),
        root_ + "/d3");

@@ -14,6 +14,7 @@
 #include "etcdw/sidecar/local_store.h"
 #include "etcdw/sidecar/restorer.h"
 #include "etcdw/storage/engine.h"
+#include "support/delta_events.h"
 #include "support/etcd_fixture.h"
 #include "support/files.h"
 #include "support/scratch_dir.h"
@@ -21,29 +22,13 @@
 namespace etcdw::sidecar {
 namespace {
 
+using testsupport::DeleteEvent;
+using testsupport::PutEvent;
+
 namespace fs = std::filesystem;
 using testsupport::kEtcdFixtureRevision;
 
 constexpr int64_t kFixtureLease = 0x694da21e44e6a909;  // the lease of the fixture's "leased"
-
-mvccpb::Event Put(const std::string& key, int64_t create, int64_t rev, int64_t lease) {
-  mvccpb::Event e;
-  e.mutable_kv()->set_key(key);
-  e.mutable_kv()->set_value("x");
-  e.mutable_kv()->set_create_revision(create);
-  e.mutable_kv()->set_mod_revision(rev);
-  e.mutable_kv()->set_version(1);
-  e.mutable_kv()->set_lease(lease);
-  return e;
-}
-
-mvccpb::Event Delete(const std::string& key, int64_t rev) {
-  mvccpb::Event e;
-  e.set_type(mvccpb::Event::DELETE);
-  e.mutable_kv()->set_key(key);
-  e.mutable_kv()->set_mod_revision(rev);
-  return e;
-}
 
 TEST(RestorerEtcdTest, AnEtcdFullSnapshotAndOurDeltaRestoreTogether) {
   testsupport::ScratchDir scratch("restore-etcd");
@@ -62,9 +47,10 @@ TEST(RestorerEtcdTest, AnEtcdFullSnapshotAndOurDeltaRestoreTogether) {
   ASSERT_TRUE((*store)->Save(full, gz).ok());
 
   DeltaWriter delta;
-  delta.Add(Put("after", kEtcdFixtureRevision + 1, kEtcdFixtureRevision + 1, kFixtureLease),
-            created);
-  delta.Add(Delete("k1", kEtcdFixtureRevision + 2), created);
+  delta.Add(
+      PutEvent("after", "x", kEtcdFixtureRevision + 1, kFixtureLease, kEtcdFixtureRevision + 1, 1),
+      created);
+  delta.Add(DeleteEvent("k1", kEtcdFixtureRevision + 2), created);
   const std::string payload = root + "/delta";
   ASSERT_TRUE(testsupport::WriteFile(payload, delta.Finish()));
   const std::string payload_gz = payload + ".gz";
