@@ -30,6 +30,7 @@
 #include "etcdw/bbolt/db.h"
 #include "etcdw/bbolt/writer.h"
 #include "etcdw/common/status.h"
+#include "input_reader.h"
 #include "scratch_dir.h"
 
 namespace {
@@ -62,26 +63,6 @@ void CheckError(const Status& st) {
   if (st.message().empty()) Fail("an error without a message");
 }
 
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool empty() const { return in_.empty(); }
-  uint8_t Byte() {
-    if (in_.empty()) return 0;
-    const auto b = static_cast<uint8_t>(in_.front());
-    in_.remove_prefix(1);
-    return b;
-  }
-  std::string_view Take(size_t n) {
-    const std::string_view s = in_.substr(0, n);
-    in_.remove_prefix(s.size());
-    return s;
-  }
-
- private:
-  std::string_view in_;
-};
-
 // The smallest text after `last` that has `want` in it: `want` itself when it sorts after it.
 std::string After(const std::string& last, std::string_view want) {
   if (last < want) return std::string(want);
@@ -102,7 +83,7 @@ std::string After(const std::string& last, std::string_view want) {
 //   2  cut the file to its first (next byte) * 64 bytes, if shorter
 //   3  recompute both meta pages' checksums (so that damage to the meta reaches the reader)
 // Returns the file; an empty one when the writer refused (a harness bug: it never should).
-std::string Build(Reader& in, const std::string& path) {
+std::string Build(etcdw::fuzz::InputReader& in, const std::string& path) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
   auto created = BoltWriter::Create(path);
@@ -280,7 +261,7 @@ void CheckLookups(const BoltDb& db, const Listing& l) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::string path = etcdw::fuzz::ScratchDir("bbolt_fuzzer") + "/db";
-  Reader in(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+  etcdw::fuzz::InputReader in(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
   std::string file;
   if (data[0] & 1) {
     file = std::string(in.Take(size - 1));

@@ -22,6 +22,7 @@
 
 #include "etcdw/raft.pb.h"
 #include "etcdw/storage/raft_log.h"
+#include "input_reader.h"
 #include "scratch_dir.h"
 #include "storage/raft_log_format.h"
 
@@ -64,17 +65,17 @@ class Builder {
   std::vector<std::string> Build() {
     segments_.emplace_back();
     while (!in_.empty()) {
-      const uint8_t op = Byte();
+      const uint8_t op = in_.Byte();
       std::string& seg = segments_.back();
       switch (op & 7) {
         case 0: {
           if (!seg.empty()) segments_.emplace_back();
           fmt::StartRecord s;
           s.flags = (op >> 3) & 1 ? fmt::kStartReset : 0;
-          s.prev_index = uint64_t{Byte()} << ((op >> 4) & 1 ? 8 : 0);
-          s.prev_term = Byte();
+          s.prev_index = uint64_t{in_.Byte()} << ((op >> 4) & 1 ? 8 : 0);
+          s.prev_term = in_.Byte();
           etcdw::raftpb::HardState hs;
-          const uint8_t t = Byte();
+          const uint8_t t = in_.Byte();
           hs.set_term(t);
           hs.set_commit(t);
           s.hard_state = hs.SerializeAsString();
@@ -86,38 +87,38 @@ class Builder {
           etcdw::raftpb::Entry e;
           const uint64_t back = (op >> 3) & 3;
           e.set_index(next_index_ > back ? next_index_ - back : 1);
-          e.set_term(Byte());
-          e.set_data(std::string(Take(op >> 5)));
+          e.set_term(in_.Byte());
+          e.set_data(std::string(in_.Take(op >> 5)));
           fmt::AppendRecord(seg, fmt::kEntry, e.SerializeAsString());
           next_index_ = e.index() + 1;
           break;
         }
         case 2: {
           etcdw::raftpb::HardState hs;
-          hs.set_term(Byte());
-          hs.set_vote(Byte());
-          hs.set_commit(Byte());
+          hs.set_term(in_.Byte());
+          hs.set_vote(in_.Byte());
+          hs.set_commit(in_.Byte());
           fmt::AppendRecord(seg, fmt::kHardState, hs.SerializeAsString());
           break;
         }
         case 3: {
-          const auto type = static_cast<fmt::RecordType>(Byte());
-          fmt::AppendRecord(seg, type, Take(Byte()));
+          const auto type = static_cast<fmt::RecordType>(in_.Byte());
+          fmt::AppendRecord(seg, type, in_.Take(in_.Byte()));
           break;
         }
         case 4:
-          seg.append(Take(Byte()));
+          seg.append(in_.Take(in_.Byte()));
           break;
         case 5:
-          seg.append(Byte(), '\0');
+          seg.append(in_.Byte(), '\0');
           break;
         case 6: {
-          const size_t at = Byte() * size_t{7};
+          const size_t at = in_.Byte() * size_t{7};
           if (!seg.empty()) seg[at % seg.size()] ^= static_cast<char>(1 << (op >> 5));
           break;
         }
         case 7:
-          seg.resize(seg.size() - std::min<size_t>(seg.size(), Byte()));
+          seg.resize(seg.size() - std::min<size_t>(seg.size(), in_.Byte()));
           break;
       }
     }
@@ -125,19 +126,7 @@ class Builder {
   }
 
  private:
-  uint8_t Byte() {
-    if (in_.empty()) return 0;
-    const auto b = static_cast<uint8_t>(in_.front());
-    in_.remove_prefix(1);
-    return b;
-  }
-  std::string_view Take(size_t n) {
-    const std::string_view s = in_.substr(0, n);
-    in_.remove_prefix(s.size());
-    return s;
-  }
-
-  std::string_view in_;
+  etcdw::fuzz::InputReader in_;
   std::vector<std::string> segments_;
   uint64_t next_index_ = 1;
 };

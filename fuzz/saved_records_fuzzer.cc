@@ -29,6 +29,7 @@
 #include "etcdw/storage/engine.h"
 #include "etcdw/storage/meta_records.h"
 #include "etcdw/storage/versioned_key.h"
+#include "in_memory_engine.h"
 
 namespace {
 
@@ -40,24 +41,6 @@ using etcdw::mvcc::Revision;
 [[noreturn]] void Fail(const char* what) {
   std::fprintf(stderr, "saved_records_fuzzer: %s\n", what);
   std::abort();
-}
-
-// The engine, in memory, opened once (opening takes long). Each input's records replace the
-// last input's; the deletions leave tombstones that every load walks over, so every 64 inputs
-// the engine is compacted.
-storage::Engine& TheEngine() {
-  static const std::unique_ptr<storage::Engine> engine = [] {
-    storage::EngineOptions opts;
-    opts.in_memory = true;
-    opts.block_cache_bytes = size_t{1} << 20;
-    opts.write_buffer_bytes = size_t{1} << 20;
-    auto e = storage::Engine::Open("/saved_records_fuzzer", opts);
-    if (!e.ok()) Fail("the engine does not open");
-    return std::move(e).value();
-  }();
-  static uint64_t inputs = 0;
-  if (++inputs % 64 == 0 && !engine->CompactAll().ok()) Fail("compaction failed");
-  return *engine;
 }
 
 // Replaces every saved record of the key index in `engine` by those staged in `batch`.
@@ -87,7 +70,7 @@ void CheckSavedIndex(std::string_view in, int64_t rev) {
     storage::PutFixed64BE(head, head_keys);
     storage::PutFixed64BE(head, head_chunks);
   }
-  storage::Engine* const engine = &TheEngine();
+  storage::Engine* const engine = &etcdw::fuzz::InMemoryEngine();
   storage::Batch batch(*engine);
   batch.Put(storage::Column::kMeta, meta::kKeyIndexHead.key, head);
   for (uint64_t n = 0; !in.empty(); ++n) {

@@ -26,6 +26,7 @@
 #include "etcdw/mvcc/snapshot.h"
 #include "etcdw/sidecar/snapshot_verify.h"
 #include "etcdw/storage/engine.h"
+#include "in_memory_engine.h"
 #include "scratch_dir.h"
 
 namespace {
@@ -38,23 +39,6 @@ namespace mvcc = etcdw::mvcc;
 [[noreturn]] void Fail(const char* what, const Status& st = Status::Ok()) {
   std::fprintf(stderr, "snapshot_file_fuzzer: %s (%s)\n", what, st.message().c_str());
   std::abort();
-}
-
-// The engine, in memory, opened once (opening takes long) and emptied by ClearState before
-// each restore; compacted every 64 inputs, for the tombstones.
-storage::Engine& TheEngine() {
-  static const std::unique_ptr<storage::Engine> engine = [] {
-    storage::EngineOptions opts;
-    opts.in_memory = true;
-    opts.block_cache_bytes = size_t{1} << 20;
-    opts.write_buffer_bytes = size_t{1} << 20;
-    auto e = storage::Engine::Open("/snapshot_file_fuzzer", opts);
-    if (!e.ok()) Fail("the engine does not open", e.status());
-    return std::move(e).value();
-  }();
-  static uint64_t inputs = 0;
-  if (++inputs % 64 == 0 && !engine->CompactAll().ok()) Fail("compaction failed");
-  return *engine;
 }
 
 Status Restore(storage::Engine& engine, const std::string& bytes) {
@@ -124,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const FileChecks files = CheckFile(bytes);
   if (files.full && !files.delta) Fail("a full snapshot's trailer passed, a delta's did not");
-  storage::Engine& engine = TheEngine();
+  storage::Engine& engine = etcdw::fuzz::InMemoryEngine();
   const Status st = Restore(engine, bytes);
   if (!st.ok()) {
     if (st.code() != Code::kDataLoss || st.message().empty()) {
