@@ -203,10 +203,9 @@ Status WriteFullSnapshotLease(SnapStore& store, const SnapshotLeaseOptions& opti
         "POD_NAMESPACE is not set: the snapshot leases (--enable-snapshot-lease-renewal) live in "
         "the pod's namespace");
   }
-  ETCDW_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::DefaultConfig());
-  kube::KubeClientOptions client_options;
-  client_options.timeout = std::chrono::milliseconds(60000);
-  ETCDW_ASSIGN_OR_RETURN(auto client, kube::KubeClient::Create(config, client_options));
+  auto config = kube::DefaultConfig();
+  if (!config.ok()) return config.status().WithContext("Kubernetes API configuration");
+  ETCDW_ASSIGN_OR_RETURN(auto client, kube::KubeClient::Create(*config));
   SnapshotLeaseUpdater updater(*client, store, options);
   return updater.UpdateFullLease(full.last_revision, full.created_on);
 }
