@@ -52,8 +52,7 @@ Result<int64_t> CompactAndExport(const std::string& data_dir, bool defragment,
 Result<std::optional<SnapshotInfo>> CompactBackups(SnapStore& store,
                                                    const CompactionOptions& options,
                                                    std::chrono::system_clock::time_point now) {
-  ETCDW_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> list, store.List());
-  SortSnapshots(list);
+  ETCDW_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> list, store.List());  // sorted
   const LatestSet set = FindLatestSet(list);
   if (!set.full) {
     log::Info("no full snapshot in the store: nothing to compact",
