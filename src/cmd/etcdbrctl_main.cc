@@ -6,6 +6,7 @@
 //   etcdbrctl restore [flags]      restore the data directory from the latest backup
 //   etcdbrctl initialize [flags]   validate (and if needed restore) the data directory once
 //   etcdbrctl compact [flags]      compact the latest backup into one full snapshot
+//   etcdbrctl copy [flags]         copy the backups of one store to another
 //   etcdbrctl --version
 //
 // Exit codes: 0 after a stop signal or a finished command, 1 on an error or a second signal,
@@ -27,6 +28,7 @@
 #include "etcdw/common/stop.h"
 #include "etcdw/common/version.h"
 #include "etcdw/sidecar/compaction.h"
+#include "etcdw/sidecar/copier.h"
 #include "etcdw/sidecar/etcd_config.h"
 #include "etcdw/sidecar/initializer.h"
 #include "etcdw/sidecar/options.h"
@@ -56,6 +58,7 @@ Usage:
   etcdbrctl initialize [flags]   validate and, if needed, restore the data directory once
   etcdbrctl compact [flags]      compact the latest full snapshot and its deltas into one
                                  full snapshot in the same store
+  etcdbrctl copy [flags]         copy the backups of the --source-* store to the store
   etcdbrctl --version
 )";
 
@@ -235,6 +238,42 @@ int Compact(const std::vector<std::string>& args) {
   return 0;
 }
 
+// etcd-druid's copy job (sidecar/copier.h): the --source-* store's backups into the store.
+// Stops early, with what was copied kept, on SIGTERM or SIGINT.
+int Copy(const std::vector<std::string>& args) {
+  sidecar::ServerOptions o;
+  if (auto code = ParseFlags(sidecar::Command::kCopy, "copy", args, &o)) return *code;
+  log::Info("etcdbrctl starting",
+            {log::F("version", etcdw::kVersion), log::F("git-sha", etcdw::kGitSha)});
+  if (o.store.provider.empty()) {
+    std::fprintf(stderr, "etcdbrctl copy: --storage-provider is required\n");
+    return 1;
+  }
+  auto source = sidecar::OpenSnapStore(o.copy.source);
+  if (!source.ok()) return Fail("opening the source snapshot store failed", source.status());
+  auto destination = sidecar::OpenSnapStore(o.store);
+  if (!destination.ok()) {
+    return Fail("opening the destination snapshot store failed", destination.status());
+  }
+  sidecar::CopyOptions co;
+  co.max_backups = o.copy.max_backups;
+  co.max_backup_age_days = o.copy.max_backup_age;
+  co.max_parallel = o.copy.max_parallel_copy_operations;
+  co.wait_for_final = o.copy.wait_for_final_snapshot;
+  co.wait_timeout = o.copy.wait_for_final_snapshot_timeout;
+  co.temp_dir = o.copy.source.temp_dir;
+  etcdw::common::StopRequest stop;
+  etcdw::common::SignalCatcher signals(&stop);
+  co.cancel = stop.cancelled();
+  log::Info("copying backups", {log::F("source", (*source)->Describe()),
+                                log::F("destination", (*destination)->Describe())});
+  auto report = sidecar::CopyBackups(**source, **destination, co, std::chrono::system_clock::now());
+  if (!report.ok()) return Fail("copy failed", report.status());
+  log::Info("backups copied",
+            {log::F("copied", report->copied.size()), log::F("skipped", report->skipped.size())});
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,6 +295,7 @@ int main(int argc, char** argv) {
   if (cmd == "snapshot") return Snapshot(rest);
   if (cmd == "restore") return Restore(rest);
   if (cmd == "compact") return Compact(rest);
+  if (cmd == "copy") return Copy(rest);
   if (cmd == "initialize") return Initialize(rest);
   if (cmd == "-v" || cmd == "--version" || cmd == "-version" || cmd == "version") {
     PrintVersion();

@@ -67,9 +67,10 @@ void AddSnapshotterFlags(FlagSet& f, ServerOptions* o) {
              "how long delta snapshots of superseded full snapshots are kept");
 }
 
-// The store flags under `prefix` ("" or "secondary-", as gardener's addFlags).
+// The store flags under `prefix` ("", "secondary-" or "source-", as gardener's addFlags).
 void AddStoreFlags(FlagSet& f, const std::string& prefix, SnapStoreOptions* store,
-                   int64_t* max_parallel_chunk_uploads, int64_t* min_chunk_size) {
+                   int64_t* max_parallel_chunk_uploads, int64_t* min_chunk_size,
+                   const std::string& temp_dir_default = "/tmp") {
   f.String(prefix + "storage-provider", &store->provider, "",
            "snapshot storage provider: Local or S3 (empty: no backups)");
   f.String(prefix + "store-container", &store->container, "",
@@ -81,8 +82,26 @@ void AddStoreFlags(FlagSet& f, const std::string& prefix, SnapStoreOptions* stor
         "maximum number of parallel chunk uploads allowed");
   f.Int(prefix + "min-chunk-size", min_chunk_size, int64_t{5} << 20,
         "minimum size for multipart chunk upload (at least 5 MiB)");
-  f.String(prefix + "snapstore-temp-directory", &store->temp_dir, "/tmp",
+  f.String(prefix + "snapstore-temp-directory", &store->temp_dir, temp_dir_default,
            "temporary directory for processing snapshots");
+}
+
+void AddCopyFlags(FlagSet& f, ServerOptions* o) {
+  CopyFlags& c = o->copy;
+  AddStoreFlags(f, "", &o->store, &o->max_parallel_chunk_uploads, &o->min_chunk_size);
+  // Empty defaults: the destination's values complete them (FinishServerFlags).
+  AddStoreFlags(f, "source-", &c.source, &c.source_max_parallel_chunk_uploads,
+                &c.source_min_chunk_size, "");
+  f.Int("max-backups-to-copy", &c.max_backups, -1,
+        "copy the specified number of backups sorted by date from newest to oldest (-1: all)");
+  f.Int("max-backup-age", &c.max_backup_age, -1,
+        "copy only the backups not older than the specified number of days (-1: any age)");
+  f.Int("max-parallel-copy-operations", &c.max_parallel_copy_operations, 10,
+        "maximum number of parallel copy operations");
+  f.Bool("wait-for-final-snapshot", &c.wait_for_final_snapshot, false,
+         "wait for a final full snapshot before copying backups");
+  f.Duration("wait-for-final-snapshot-timeout", &c.wait_for_final_snapshot_timeout, milliseconds(0),
+             "timeout for waiting for a final full snapshot (0: none)");
 }
 
 void AddSecondaryStoreFlags(FlagSet& f, ServerOptions* o) {
@@ -237,6 +256,9 @@ void RegisterFlags(Command command, FlagSet& f, ServerOptions* o) {
       f.Duration("metrics-scrape-wait-duration", &o->metrics_scrape_wait, milliseconds(0),
                  "time to wait after the compaction before exiting, for metrics to be scraped");
       break;
+    case Command::kCopy:
+      AddCopyFlags(f, o);
+      break;
   }
 }
 
@@ -247,6 +269,13 @@ void FinishServerFlags(ServerOptions* o) {
   SecondaryStoreFlags& s = o->secondary;
   s.store.max_parallel_chunk_uploads = static_cast<int>(s.max_parallel_chunk_uploads);
   s.store.min_chunk_size = s.min_chunk_size;
+  CopyFlags& c = o->copy;
+  c.source.max_parallel_chunk_uploads = static_cast<int>(c.source_max_parallel_chunk_uploads);
+  c.source.min_chunk_size = c.source_min_chunk_size;
+  c.source.env_prefix = "SOURCE_";
+  if (c.source.provider.empty()) c.source.provider = o->store.provider;
+  if (c.source.prefix.empty()) c.source.prefix = o->store.prefix;
+  if (c.source.temp_dir.empty()) c.source.temp_dir = o->store.temp_dir;
 }
 
 Result<log::Level> LogLevelOf(const std::string& text) {

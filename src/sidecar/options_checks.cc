@@ -80,6 +80,8 @@ std::vector<const std::vector<std::string>*> GroupsWithoutEffect(Command command
           "etcd-snapshot-timeout", "etcd-defrag-timeout", "delta-snapshot-lease-name"};
       return {&kRestorationWithoutEffect, &kCompactTimeouts};
     }
+    case Command::kCopy:
+      return {};
   }
   return {};
 }
@@ -117,6 +119,20 @@ void CheckRestoration(const RestorationFlags& r, std::vector<std::string>* probl
     problems->push_back("--auto-compaction-mode \"" + r.auto_compaction_mode +
                         "\" is not supported (periodic or revision)");
   }
+}
+
+// gardener's copierOptions.validate, and the source store's chunks.
+void CheckCopy(const CopyFlags& c, std::vector<std::string>* problems) {
+  if (c.max_backups < -1) problems->push_back("--max-backups-to-copy must not be less than -1");
+  if (c.max_backup_age < -1) problems->push_back("--max-backup-age must not be less than -1");
+  if (c.max_parallel_copy_operations <= 0) {
+    problems->push_back("--max-parallel-copy-operations must be greater than 0");
+  }
+  if (c.wait_for_final_snapshot_timeout.count() < 0) {
+    problems->push_back("--wait-for-final-snapshot-timeout must not be less than 0");
+  }
+  CheckStoreChunks("source-", c.source_max_parallel_chunk_uploads, c.source_min_chunk_size,
+                   problems);
 }
 
 void CheckBackoff(const BackoffFlags& b, std::vector<std::string>* problems) {
@@ -186,6 +202,7 @@ Status ValidateServerOptions(const ServerOptions& o) {
                      o.secondary.min_chunk_size, &problems);
   }
   CheckRestoration(o.restoration, &problems);
+  CheckCopy(o.copy, &problems);
   CheckBackoff(o.backoff, &problems);
   if (o.reelection_period <= std::chrono::milliseconds(1000)) {
     problems.push_back("--reelection-period must be greater than 1s");
@@ -206,9 +223,13 @@ Status ValidateServerOptions(const ServerOptions& o) {
   if (o.leader_election_timeout <= std::chrono::milliseconds(1000)) {
     problems.push_back("--etcd-connection-timeout-leader-election must be greater than 1s");
   }
-  if (!o.store.provider.empty() && o.store.provider != "Local" && o.store.provider != "S3") {
-    problems.push_back("--storage-provider: unsupported storage provider \"" + o.store.provider +
-                       "\" (supported: Local, S3)");
+  for (const auto& [flag, provider] :
+       {std::pair<std::string, std::string>{"storage-provider", o.store.provider},
+        {"source-storage-provider", o.copy.source.provider}}) {
+    if (!provider.empty() && provider != "Local" && provider != "S3") {
+      problems.push_back("--" + flag + ": unsupported storage provider \"" + provider +
+                         "\" (supported: Local, S3)");
+    }
   }
   if (auto level = LogLevelOf(o.log_level); !level.ok()) {
     problems.push_back(level.status().message());

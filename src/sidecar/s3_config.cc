@@ -185,12 +185,14 @@ bool IsIpLiteral(const std::string& host) {
 
 }  // namespace
 
-Result<S3Credentials> LoadS3Credentials() {
-  if (const char* file = std::getenv(kAwsCredentialsJsonEnv); file != nullptr) {
+Result<S3Credentials> LoadS3Credentials(const std::string& env_prefix) {
+  const std::string json_env = env_prefix + kAwsCredentialsJsonEnv;
+  const std::string dir_env = env_prefix + kAwsCredentialsDirEnv;
+  if (const char* file = std::getenv(json_env.c_str()); file != nullptr) {
     ETCDW_ASSIGN_OR_RETURN(RawSettings raw, ReadJson(file));
     return Validate(std::move(raw), file);
   }
-  if (const char* dir = std::getenv(kAwsCredentialsDirEnv); dir != nullptr) {
+  if (const char* dir = std::getenv(dir_env.c_str()); dir != nullptr) {
     ETCDW_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
     for (const std::string& name : names) {
       if (name.ends_with(".json")) {
@@ -202,9 +204,8 @@ Result<S3Credentials> LoadS3Credentials() {
     ETCDW_ASSIGN_OR_RETURN(RawSettings raw, ReadDir(dir, names));
     return Validate(std::move(raw), dir);
   }
-  return InvalidArgument(std::string("S3 snapshot store: no credentials: set ") +
-                         kAwsCredentialsJsonEnv + " (a JSON file) or " + kAwsCredentialsDirEnv +
-                         " (a directory with one file per key)");
+  return InvalidArgument("S3 snapshot store: no credentials: set " + json_env +
+                         " (a JSON file) or " + dir_env + " (a directory with one file per key)");
 }
 
 std::string S3Endpoint::HostPort() const {

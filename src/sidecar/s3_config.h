@@ -37,7 +37,8 @@ struct S3Credentials {
 // web-identity credentials (roleARN/token, not supported here); only one of the SSE-C keys;
 // requestChecksumCalculation / responseChecksumValidation other than when_supported /
 // when_required (accepted and otherwise ignored: no checksums are sent or verified).
-Result<S3Credentials> LoadS3Credentials();
+// `env_prefix` prefixes both variables' names ("SOURCE_" for the source of a copy).
+Result<S3Credentials> LoadS3Credentials(const std::string& env_prefix = "");
 
 // A parsed endpoint: "http[s]://host[:port][/base/path]".
 struct S3Endpoint {

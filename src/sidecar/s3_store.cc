@@ -469,9 +469,8 @@ Status S3Store::Delete(const SnapshotInfo& s) {
 Result<std::unique_ptr<SnapStore>> NewS3Store(const SnapStoreOptions& options,
                                               const S3StoreTuning& tuning) {
   if (options.container.empty()) {
-    return InvalidArgument(
-        "S3 snapshot store: no bucket: set --store-container or "
-        "STORAGE_CONTAINER");
+    return InvalidArgument("S3 snapshot store: no bucket: set --store-container or " +
+                           options.env_prefix + "STORAGE_CONTAINER");
   }
   if (options.min_chunk_size < kMinPartSize) {
     return InvalidArgument("S3 snapshot store: --min-chunk-size " +
@@ -481,7 +480,7 @@ Result<std::unique_ptr<SnapStore>> NewS3Store(const SnapStoreOptions& options,
   if (options.max_parallel_chunk_uploads < 1) {
     return InvalidArgument("S3 snapshot store: --max-parallel-chunk-uploads must be at least 1");
   }
-  ETCDW_ASSIGN_OR_RETURN(S3Credentials creds, LoadS3Credentials());
+  ETCDW_ASSIGN_OR_RETURN(S3Credentials creds, LoadS3Credentials(options.env_prefix));
   std::string endpoint_text = options.endpoint_override;
   if (endpoint_text.empty() && !creds.endpoint.empty()) {
     log::Warn(

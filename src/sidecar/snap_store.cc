@@ -16,7 +16,7 @@ std::string V2Prefix(const std::string& prefix) {
 Result<std::unique_ptr<SnapStore>> OpenSnapStore(const SnapStoreOptions& options) {
   SnapStoreOptions o = options;
   if (o.container.empty()) {
-    const char* env = std::getenv("STORAGE_CONTAINER");
+    const char* env = std::getenv((o.env_prefix + "STORAGE_CONTAINER").c_str());
     if (env != nullptr) o.container = env;
   }
   if (o.provider == "Local") {
@@ -38,8 +38,8 @@ Result<std::unique_ptr<SnapStore>> OpenSnapStore(const SnapStoreOptions& options
   }
   if (o.provider == "S3") {
     if (o.container.empty()) {
-      return InvalidArgument(
-          "S3 snapshot store: no bucket: set --store-container or STORAGE_CONTAINER");
+      return InvalidArgument("S3 snapshot store: no bucket: set --store-container or " +
+                             o.env_prefix + "STORAGE_CONTAINER");
     }
     return NewS3Store(o);
   }

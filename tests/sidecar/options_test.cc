@@ -289,6 +289,64 @@ TEST(ServerOptionsTest, EachCommandHasGardenersFlagGroups) {
   }
 }
 
+// etcd-druid's copy job (etcdcopybackupstask/reconciler.go): the target store's flags, then
+// the source's with the "source-" prefix, then the copier's.
+TEST(ServerOptionsTest, CopyTakesDruidsArgumentsAndCompletesTheSourceFromTheTarget) {
+  Parsed p(Command::kCopy,
+           {"--snapstore-temp-directory=/home/nonroot/data/tmp", "--storage-provider=S3",
+            "--store-prefix=shoot--dev--foo/etcd-main", "--store-container=target-bucket",
+            "--store-endpoint-override=https://s3.example.com", "--source-storage-provider=Local",
+            "--source-store-container=/backups", "--max-backup-age=7", "--max-backups-to-copy=3",
+            "--wait-for-final-snapshot=true", "--wait-for-final-snapshot-timeout=5m0s",
+            "--max-parallel-copy-operations=4"});
+  ASSERT_EQ(p.result.outcome, Outcome::kOk) << p.result.error;
+  ASSERT_TRUE(ValidateServerOptions(p.o).ok()) << ValidateServerOptions(p.o).message();
+  EXPECT_EQ(p.o.store.provider, "S3");
+  EXPECT_EQ(p.o.store.env_prefix, "");
+  EXPECT_EQ(p.o.copy.source.provider, "Local");
+  EXPECT_EQ(p.o.copy.source.container, "/backups");
+  EXPECT_EQ(p.o.copy.source.env_prefix, "SOURCE_");
+  // Not given: the target's prefix and temporary directory.
+  EXPECT_EQ(p.o.copy.source.prefix, "shoot--dev--foo/etcd-main");
+  EXPECT_EQ(p.o.copy.source.temp_dir, "/home/nonroot/data/tmp");
+  EXPECT_EQ(p.o.copy.max_backup_age, 7);
+  EXPECT_EQ(p.o.copy.max_backups, 3);
+  EXPECT_TRUE(p.o.copy.wait_for_final_snapshot);
+  EXPECT_EQ(p.o.copy.wait_for_final_snapshot_timeout, std::chrono::minutes(5));
+  EXPECT_EQ(p.o.copy.max_parallel_copy_operations, 4);
+
+  // Only the target given: the source is the same provider under the same prefix.
+  Parsed same(Command::kCopy,
+              {"--storage-provider=Local", "--store-prefix=p", "--source-store-prefix=old",
+               "--source-snapstore-temp-directory=/t"});
+  ASSERT_EQ(same.result.outcome, Outcome::kOk) << same.result.error;
+  EXPECT_EQ(same.o.copy.source.provider, "Local");
+  EXPECT_EQ(same.o.copy.source.prefix, "old");
+  EXPECT_EQ(same.o.copy.source.temp_dir, "/t");
+  EXPECT_EQ(same.o.copy.max_backups, -1);
+  EXPECT_EQ(same.o.copy.max_backup_age, -1);
+  EXPECT_EQ(same.o.copy.max_parallel_copy_operations, 10);
+  EXPECT_FALSE(same.o.copy.wait_for_final_snapshot);
+
+  for (const char* f : {"--endpoints=http://a:2379", "--data-dir=/d", "--schedule=@daily"}) {
+    EXPECT_FALSE(Accepts(Command::kCopy, f)) << f;
+  }
+  // gardener's copierOptions.validate, one message per problem.
+  Parsed bad(Command::kCopy,
+             {"--max-backups-to-copy=-2", "--max-backup-age=-5", "--max-parallel-copy-operations=0",
+              "--wait-for-final-snapshot-timeout=-1s", "--source-min-chunk-size=1",
+              "--source-storage-provider=Blob"});
+  ASSERT_EQ(bad.result.outcome, Outcome::kOk) << bad.result.error;
+  EXPECT_EQ(ValidateServerOptions(bad.o).message(),
+            "--max-backups-to-copy must not be less than -1\n"
+            "--max-backup-age must not be less than -1\n"
+            "--max-parallel-copy-operations must be greater than 0\n"
+            "--wait-for-final-snapshot-timeout must not be less than 0\n"
+            "--source-min-chunk-size must be at least 5242880 (5 MiB)\n"
+            "--source-storage-provider: unsupported storage provider \"Blob\" (supported: "
+            "Local, S3)");
+}
+
 TEST(ServerOptionsTest, ListFlagsBehaveAsPflags) {
   // StringSlice: comma lists, repeated occurrences append, the shorthand shares the list.
   Parsed p(Command::kServer, {"--endpoints=http://a:1,http://b:2", "-e", "http://c:3",

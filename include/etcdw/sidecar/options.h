@@ -66,6 +66,20 @@ struct SecondaryStoreFlags {
   std::chrono::milliseconds sync_period{60 * 60000};  // --secondary-backup-sync-period
 };
 
+// `etcdbrctl copy`: the source store (the store flags prefixed `source-`, its environment
+// variables prefixed SOURCE_) and gardener's copier flags. An empty source provider, prefix or
+// temporary directory is the destination's (gardener's MergeWith).
+struct CopyFlags {
+  SnapStoreOptions source;
+  int64_t source_max_parallel_chunk_uploads = 5;     // --source-max-parallel-chunk-uploads
+  int64_t source_min_chunk_size = int64_t{5} << 20;  // --source-min-chunk-size
+  int64_t max_backups = -1;                          // --max-backups-to-copy (-1: all)
+  int64_t max_backup_age = -1;                       // --max-backup-age (days; -1: any)
+  int64_t max_parallel_copy_operations = 10;         // --max-parallel-copy-operations
+  bool wait_for_final_snapshot = false;              // --wait-for-final-snapshot
+  std::chrono::milliseconds wait_for_final_snapshot_timeout{0};  // ...-timeout (0: none)
+};
+
 // gardener's exponential back-off settings.
 struct BackoffFlags {
   int64_t multiplier = 2;                       // --backoff-multiplier
@@ -102,6 +116,7 @@ struct ServerOptions {
   std::string config_file;               // --config-file (server)
   std::string validation_mode = "full";  // --validation-mode (initialize)
   SecondaryStoreFlags secondary;
+  CopyFlags copy;
   BackoffFlags backoff;
   int64_t max_parallel_chunk_uploads = 5;     // --max-parallel-chunk-uploads
   int64_t min_chunk_size = int64_t{5} << 20;  // --min-chunk-size
@@ -116,17 +131,17 @@ struct ServerOptions {
 };
 
 // The commands of etcdbrctl whose flags are gardener's.
-enum class Command { kServer, kSnapshot, kRestore, kInitialize, kCompact };
+enum class Command { kServer, kSnapshot, kRestore, kInitialize, kCompact, kCopy };
 
 // Registers the flags of `command` on `flags`, writing into `o`: gardener's flag groups for that
 // command (server: all; snapshot: etcd connection, store, snapshotter, compression, back-off,
 // --defragmentation-schedule; restore: restoration and store; initialize: --validation-mode,
 // restoration, store, etcd connection; compact: restoration, store, --defragment, the etcd
-// timeouts, the snapshot lease flags, --metrics-scrape-wait-duration), and --log-level on every
-// command.
+// timeouts, the snapshot lease flags, --metrics-scrape-wait-duration; copy: the store, the source
+// store and the copier flags), and --log-level on every command.
 void RegisterFlags(Command command, common::FlagSet& flags, ServerOptions* o);
-// After FlagSet::Parse: copies the store's chunk settings and applies gardener's resets (a
-// memory limit below 1 becomes the default).
+// After FlagSet::Parse: copies the stores' chunk settings, applies gardener's resets (a memory
+// limit below 1 becomes the default) and completes the copy source from the destination.
 void FinishServerFlags(ServerOptions* o);
 
 // Logs one warning naming each flag given on the command line that `command` accepts for

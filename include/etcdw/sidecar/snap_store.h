@@ -41,12 +41,16 @@ struct SnapStoreOptions {
   std::string temp_dir = "/tmp";              // --snapstore-temp-directory
   int max_parallel_chunk_uploads = 5;         // --max-parallel-chunk-uploads
   int64_t min_chunk_size = int64_t{5} << 20;  // --min-chunk-size (>= 5 MiB)
+  // The prefix of the environment variables read for this store: "" for the store, "SOURCE_"
+  // for the source of `etcdbrctl copy` (SOURCE_STORAGE_CONTAINER,
+  // SOURCE_AWS_APPLICATION_CREDENTIALS, ...), as gardener's getEnvPrefixString.
+  std::string env_prefix;
 };
 
 // Builds the store for options.provider. Errors: "unsupported storage provider", missing
-// container (every provider but Local), bad credentials or endpoint. Reads credentials from the
-// environment as gardener's does (S3: AWS_APPLICATION_CREDENTIALS_JSON or
-// AWS_APPLICATION_CREDENTIALS).
+// container (every provider but Local), bad credentials or endpoint. Reads the container's default
+// and the credentials from the environment as gardener's does, each variable's name prefixed with
+// options.env_prefix (S3: AWS_APPLICATION_CREDENTIALS_JSON or AWS_APPLICATION_CREDENTIALS).
 Result<std::unique_ptr<SnapStore>> OpenSnapStore(const SnapStoreOptions& options);
 
 // The effective object prefix: "<prefix>/v2" ("v2" when prefix is empty), without a trailing '/'.
