@@ -206,9 +206,10 @@ Status ValidateServerOptions(const ServerOptions& o) {
   if (o.leader_election_timeout <= std::chrono::milliseconds(1000)) {
     problems.push_back("--etcd-connection-timeout-leader-election must be greater than 1s");
   }
-  if (!o.store.provider.empty() && o.store.provider != "Local" && o.store.provider != "S3") {
+  if (!o.store.provider.empty() && o.store.provider != "Local" && o.store.provider != "S3" &&
+      o.store.provider != "ABS") {
     problems.push_back("--storage-provider: unsupported storage provider \"" + o.store.provider +
-                       "\" (supported: Local, S3)");
+                       "\" (supported: Local, S3, ABS)");
   }
   if (auto level = LogLevelOf(o.log_level); !level.ok()) {
     problems.push_back(level.status().message());
