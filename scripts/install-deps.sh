@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build, test and runtime dependency of etcd-wrapper from Debian bookworm packages,
-# plus the S3 emulator of the S3 store tests (s3rver, from npm) into build/node.
-# Idempotent: packages already present are skipped by apt, s3rver when its version is there.
+# plus the object-store emulators of the store tests (s3rver and Azurite, from npm) into
+# build/node. Idempotent: packages already present are skipped by apt, the emulators when their
+# versions are there.
 # Must run as root (or via sudo).
 set -euo pipefail
 
@@ -28,7 +29,7 @@ packages=(
   # python3-etcd's module, one of patroni's alternative dependencies, named here explicitly)
   python3-etcd3gw patroni python3-etcd
 )
-# Node.js and npm, for s3rver (below): Debian's packages, unless node and npm are installed
+# Node.js and npm, for the emulators (below): Debian's packages, unless node and npm are installed
 # already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)
@@ -54,20 +55,26 @@ else
   fi
 fi
 
-# s3rver, an S3 emulator, for s3_test (tests/support/s3rver.h finds it in build/node, which git
-# ignores; ETCDW_S3RVER overrides). An exact version, without a lock file; installed as the user
-# who called sudo, so that the build area stays theirs.
+# The object-store emulators of the store tests, from npm into build/node (which git ignores):
+# s3rver for s3_test (tests/support/s3rver.h; ETCDW_S3RVER overrides) and Azurite's blob service
+# for abs_test (tests/support/azurite.h; ETCDW_AZURITE overrides). Exact versions, without a lock
+# file; installed as the user who called sudo, so that the build area stays theirs. Azurite
+# 3.35.0 is the newest that runs on Debian's Node.js 18 (3.36 wants Node 21). Both are installed
+# by one npm command: a later `npm install --no-save` of one package would prune the other.
 s3rver_version=3.7.1
+azurite_version=3.35.0
 node_dir="$(cd "$(dirname "$0")/.." && pwd)/build/node"
-installed="$(node -p "require('$node_dir/node_modules/s3rver/package.json').version" 2>/dev/null ||
-  true)"
-if [ "$installed" = "$s3rver_version" ]; then
-  echo "install-deps: s3rver $s3rver_version present in $node_dir"
+installed_version() {
+  node -p "require('$node_dir/node_modules/$1/package.json').version" 2>/dev/null || true
+}
+if [ "$(installed_version s3rver)" = "$s3rver_version" ] &&
+  [ "$(installed_version azurite)" = "$azurite_version" ]; then
+  echo "install-deps: s3rver $s3rver_version and azurite $azurite_version present in $node_dir"
 else
   as_user=()
   if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ]; then as_user=(sudo -u "$SUDO_USER"); fi
-  echo "install-deps: installing s3rver $s3rver_version into $node_dir"
+  echo "install-deps: installing s3rver $s3rver_version and azurite $azurite_version into $node_dir"
   "${as_user[@]}" mkdir -p "$node_dir"
   "${as_user[@]}" npm install --prefix "$node_dir" --no-save --no-package-lock --no-audit \
-    --no-fund --loglevel=error "s3rver@$s3rver_version"
+    --no-fund --loglevel=error "s3rver@$s3rver_version" "azurite@$azurite_version"
 fi

@@ -1,6 +1,7 @@
 #include "etcdw/common/hash.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -93,6 +94,77 @@ std::string ToHex(std::string_view bytes) {
   for (unsigned char c : bytes) {
     out.push_back(kHex[c >> 4]);
     out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+std::string HmacSha256(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &size);
+  return std::string(reinterpret_cast<const char*>(out), size);
+}
+
+namespace {
+constexpr char kBase64Alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int Base64Digit(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+}  // namespace
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
+                 static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
+                 static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kBase64Alphabet[(v >> shift) & 63]);
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (rest == 2) v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    out.push_back(kBase64Alphabet[(v >> 18) & 63]);
+    out.push_back(kBase64Alphabet[(v >> 12) & 63]);
+    out.push_back(rest == 2 ? kBase64Alphabet[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::string clean;
+  clean.reserve(text.size());
+  for (char c : text) {
+    if (c != '\r' && c != '\n') clean.push_back(c);
+  }
+  if (clean.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(clean.size() / 4 * 3);
+  for (size_t i = 0; i < clean.size(); i += 4) {
+    const bool last = i + 4 == clean.size();
+    // Padding only at the end of the last group: "xx==" or "xxx=".
+    int pad = 0;
+    if (last && clean[i + 3] == '=') pad = clean[i + 2] == '=' ? 2 : 1;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      int d = k >= 4 - pad ? 0 : Base64Digit(clean[i + k]);
+      if (d < 0) return std::nullopt;
+      v = v << 6 | static_cast<uint32_t>(d);
+    }
+    out.push_back(static_cast<char>(v >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(v & 0xff));
   }
   return out;
 }

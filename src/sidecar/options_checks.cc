@@ -226,9 +226,9 @@ Status ValidateServerOptions(const ServerOptions& o) {
   for (const auto& [flag, provider] :
        {std::pair<std::string, std::string>{"storage-provider", o.store.provider},
         {"source-storage-provider", o.copy.source.provider}}) {
-    if (!provider.empty() && provider != "Local" && provider != "S3") {
+    if (!provider.empty() && provider != "Local" && provider != "S3" && provider != "ABS") {
       problems.push_back("--" + flag + ": unsupported storage provider \"" + provider +
-                         "\" (supported: Local, S3)");
+                         "\" (supported: Local, S3, ABS)");
     }
   }
   if (auto level = LogLevelOf(o.log_level); !level.ok()) {

@@ -2,11 +2,11 @@
 // the endpoint URL.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 
 #include "etcdw/common/status.h"
+#include "store_endpoint.h"
 
 namespace etcdw::sidecar {
 
@@ -29,33 +29,14 @@ struct S3Credentials {
 };
 
 // Reads the credentials named by the environment, as gardener's getConfigOpts: the JSON file
-// named by AWS_APPLICATION_CREDENTIALS_JSON; else the directory named by
-// AWS_APPLICATION_CREDENTIALS, in which a "*.json" file wins (gardener's transition rule) over
-// one file per key (values lose trailing line breaks; bools as Go's strconv.ParseBool).
+// named by <env_prefix>AWS_APPLICATION_CREDENTIALS_JSON; else the directory named by
+// <env_prefix>AWS_APPLICATION_CREDENTIALS, in which a "*.json" file wins (gardener's transition
+// rule) over one file per key (values lose trailing line breaks; bools as Go's strconv.ParseBool).
 // Errors, each naming the source: neither variable set; unreadable file or directory; invalid
 // JSON or a value of the wrong type; region missing; accessKeyID or secretAccessKey missing;
 // web-identity credentials (roleARN/token, not supported here); only one of the SSE-C keys;
 // requestChecksumCalculation / responseChecksumValidation other than when_supported /
 // when_required (accepted and otherwise ignored: no checksums are sent or verified).
-// `env_prefix` prefixes both variables' names ("SOURCE_" for the source of a copy).
-Result<S3Credentials> LoadS3Credentials(const std::string& env_prefix = "");
-
-// A parsed endpoint: "http[s]://host[:port][/base/path]".
-struct S3Endpoint {
-  bool tls = true;
-  std::string host;  // without brackets for IPv6
-  int port = 443;
-  std::string base_path;  // "" or "/base/path", no trailing '/'
-  bool host_is_ip = false;
-
-  // "host:port" to dial (IPv6 in brackets).
-  std::string HostPort() const;
-  // The Host header: the port only when it is not the scheme's default.
-  std::string HostHeader() const;
-  std::string ToString() const;
-};
-
-// Errors: a scheme other than http/https, an empty host, a bad port, a query or fragment.
-Result<S3Endpoint> ParseS3Endpoint(std::string_view url);
+Result<S3Credentials> LoadS3Credentials(std::string_view env_prefix = "");
 
 }  // namespace etcdw::sidecar

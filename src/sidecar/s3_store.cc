@@ -9,37 +9,31 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "etcdw/common/hash.h"
 #include "etcdw/common/http.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/sidecar/sigv4.h"
+#include "object_http.h"
+#include "object_xml.h"
 #include "s3_config.h"
-#include "s3_xml.h"
+#include "store_listing.h"
 
 namespace etcdw::sidecar {
 
 namespace {
 
 using common::HttpResponse;
+using objhttp::Retryable;
+using objhttp::Stopper;
+using objhttp::Succeeded;
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 constexpr int64_t kMinPartSize = int64_t{5} << 20;  // S3's smallest part but the last
 constexpr int64_t kMaxParts = 9999;                 // gardener's s3NoOfChunk
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 std::string Md5(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -66,47 +60,10 @@ bool VirtualHostable(const std::string& bucket, bool tls) {
   return true;
 }
 
-// Whether trying again may help: a transport failure, a timeout, or a server that says so.
-bool Retryable(const Result<HttpResponse>& r) {
-  if (!r.ok()) {
-    return r.status().code() == Code::kUnavailable || r.status().code() == Code::kDeadlineExceeded;
-  }
-  return r->status == 408 || r->status == 429 || r->status >= 500;
-}
-
-bool Succeeded(const Result<HttpResponse>& r) {
-  return r.ok() && r->status >= 200 && r->status < 300;
-}
-
-// A flag that stops the workers of one upload, and wakes those waiting to retry. Every method
-// may be called from any worker.
-class Stopper {
- public:
-  void Stop() {
-    std::lock_guard lock(mu_);
-    flag_ = true;
-    cv_.notify_all();
-  }
-  bool stopped() const { return flag_.load(); }
-  const std::atomic<bool>* flag() const { return &flag_; }
-  // Sleeps for `d` unless stopped first; false when stopped.
-  bool SleepFor(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu_);
-    return !cv_.wait_for(lock, d, [this] { return flag_.load(); });
-  }
-
- private:
-  // `flag_` is atomic so that workers and HTTP calls poll it without the lock; it is set under
-  // `mu_` so that a SleepFor between its check and its wait cannot miss the wake-up.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::atomic<bool> flag_{false};
-};
-
 class S3Store final : public SnapStore {
  public:
   S3Store(const SnapStoreOptions& options, const S3StoreTuning& tuning, S3Credentials creds,
-          S3Endpoint endpoint, bool path_style, std::unique_ptr<common::HttpClient> client)
+          StoreEndpoint endpoint, bool path_style, std::unique_ptr<common::HttpClient> client)
       : options_(options),
         tuning_(tuning),
         creds_(std::move(creds)),
@@ -116,8 +73,10 @@ class S3Store final : public SnapStore {
     if (!creds_.sse_customer_key.empty()) {
       sse_headers_ = {
           {"x-amz-server-side-encryption-customer-algorithm", creds_.sse_customer_algorithm},
-          {"x-amz-server-side-encryption-customer-key", Base64(creds_.sse_customer_key)},
-          {"x-amz-server-side-encryption-customer-key-md5", Base64(Md5(creds_.sse_customer_key))},
+          {"x-amz-server-side-encryption-customer-key",
+           common::Base64Encode(creds_.sse_customer_key)},
+          {"x-amz-server-side-encryption-customer-key-md5",
+           common::Base64Encode(Md5(creds_.sse_customer_key))},
       };
     }
   }
@@ -162,7 +121,7 @@ class S3Store final : public SnapStore {
   const SnapStoreOptions options_;
   const S3StoreTuning tuning_;
   const S3Credentials creds_;
-  const S3Endpoint endpoint_;
+  const StoreEndpoint endpoint_;
   const bool path_style_;
   std::unique_ptr<common::HttpClient> client_;
   Headers sse_headers_;
@@ -225,28 +184,16 @@ Result<HttpResponse> S3Store::Execute(const Call& call) {
 
 Result<HttpResponse> S3Store::ExecuteWithRetries(const Call& call, const std::string& what,
                                                  Stopper* stopper) {
-  for (int attempt = 0;; ++attempt) {
-    Result<HttpResponse> r = Execute(call);
-    if (Succeeded(r) || !Retryable(r) || attempt >= tuning_.max_retries) return r;
-    if (stopper != nullptr && stopper->stopped()) return r;
-    const auto wait = tuning_.first_backoff * (int64_t{1} << attempt);
-    log::Warn("S3 request failed, retrying",
-              {log::F("what", what),
-               log::F("error", Failure("attempt " + std::to_string(attempt + 1), r).message()),
-               log::F("retryInMs", static_cast<int64_t>(wait.count()))});
-    if (stopper != nullptr) {
-      if (!stopper->SleepFor(wait)) return r;
-    } else {
-      std::this_thread::sleep_for(wait);
-    }
-  }
+  return objhttp::SendWithRetries(
+      [&] { return Execute(call); }, {tuning_.max_retries, tuning_.first_backoff}, "S3", what,
+      [&](const Result<HttpResponse>& r) { return Failure("request", r).message(); }, stopper);
 }
 
 Status S3Store::Failure(const std::string& what, const Result<HttpResponse>& r) const {
   if (!r.ok()) return r.status().WithContext(what);
   const HttpResponse& resp = *r;
-  const std::string code = s3xml::FirstText(resp.body, "Code").value_or("");
-  const std::string message = s3xml::FirstText(resp.body, "Message").value_or("");
+  const std::string code = objxml::FirstText(resp.body, "Code").value_or("");
+  const std::string message = objxml::FirstText(resp.body, "Message").value_or("");
   std::string text = what + ": HTTP " + std::to_string(resp.status);
   if (!code.empty()) text += " " + code;
   if (!message.empty()) text += ": " + message;
@@ -262,11 +209,7 @@ Status S3Store::Failure(const std::string& what, const Result<HttpResponse>& r) 
 }
 
 Result<std::vector<SnapshotInfo>> S3Store::List() {
-  // gardener lists under the parent of "<prefix>/v2" (so that v1 backups are found too) and
-  // keeps the keys holding "v1" or "v2" after that parent.
-  const std::string v2 = V2Prefix(options_.prefix);
-  const size_t slash = v2.rfind('/');
-  const std::string parent = slash == std::string::npos ? "" : v2.substr(0, slash);
+  const std::string parent = ListingParent(options_.prefix);
   std::vector<SnapshotInfo> out;
   std::string token;
   while (true) {
@@ -279,23 +222,12 @@ Result<std::vector<SnapshotInfo>> S3Store::List() {
     const std::string what = "list " + Url(parent);
     Result<HttpResponse> r = ExecuteWithRetries(call, what, nullptr);
     if (!Succeeded(r)) return Failure(what, r);
-    for (std::string_view contents : s3xml::Elements(r->body, "Contents")) {
-      std::optional<std::string> key = s3xml::FirstText(contents, "Key");
-      if (!key || key->size() < parent.size()) continue;
-      std::string_view rest = std::string_view(*key).substr(parent.size());
-      if (rest.find("v1") == std::string_view::npos && rest.find("v2") == std::string_view::npos) {
-        continue;
-      }
-      Result<SnapshotInfo> s = ParseSnapshotKey(*key);
-      if (!s.ok()) {
-        log::Warn("invalid snapshot found, ignoring it",
-                  {log::F("key", *key), log::F("error", s.status().message())});
-        continue;
-      }
-      out.push_back(std::move(s).value());
+    for (std::string_view contents : objxml::Elements(r->body, "Contents")) {
+      std::optional<std::string> key = objxml::FirstText(contents, "Key");
+      if (key) AddListedKey(*key, parent, &out);
     }
-    if (s3xml::FirstText(r->body, "IsTruncated").value_or("false") != "true") break;
-    token = s3xml::FirstText(r->body, "NextContinuationToken").value_or("");
+    if (objxml::FirstText(r->body, "IsTruncated").value_or("false") != "true") break;
+    token = objxml::FirstText(r->body, "NextContinuationToken").value_or("");
     if (token.empty()) {
       return Status(Code::kDataLoss, what + ": truncated listing without NextContinuationToken");
     }
@@ -354,7 +286,7 @@ Status S3Store::PutMultipart(const std::string& key, const std::string& src, int
   init.headers = sse_headers_;
   Result<HttpResponse> started = ExecuteWithRetries(init, "start of upload to " + url, nullptr);
   if (!Succeeded(started)) return Failure("start of multipart upload to " + url, started);
-  const std::string upload_id = s3xml::FirstText(started->body, "UploadId").value_or("");
+  const std::string upload_id = objxml::FirstText(started->body, "UploadId").value_or("");
   if (upload_id.empty()) {
     return Status(Code::kDataLoss, "start of multipart upload to " + url + ": no UploadId in \"" +
                                        started->body.substr(0, 200) + "\"");
@@ -369,57 +301,37 @@ Status S3Store::PutMultipart(const std::string& key, const std::string& src, int
             {log::F("key", url), log::F("size", size), log::F("chunkSize", part_size),
              log::F("noOfChunks", parts), log::F("workers", workers)});
 
-  // Shared by the workers: each writes only the ETags of the parts it took from `next`, read
-  // after every worker has been joined; `first_error` is written under `mu` and read after the
-  // joins.
+  // Each upload call writes only the ETag of its own part; all are read after the calls ended.
   std::vector<std::string> etags(static_cast<size_t>(parts));
-  std::atomic<int64_t> next{0};
-  Stopper stopper;
-  std::mutex mu;
-  Status first_error;
-  auto work = [&] {
-    while (!stopper.stopped()) {
-      const int64_t i = next.fetch_add(1);
-      if (i >= parts) return;
-      Call part;
-      part.method = "PUT";
-      part.key = key;
-      part.query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
-      part.headers = sse_headers_;
-      part.body_file = src;
-      part.body_offset = i * part_size;
-      part.body_length = std::min(part_size, size - i * part_size);
-      part.streaming = true;
-      part.cancel = stopper.flag();
-      const std::string what = "upload of part " + std::to_string(i + 1) + "/" +
-                               std::to_string(parts) + " (offset " +
-                               std::to_string(part.body_offset) + ") to " + url;
-      Result<HttpResponse> r = ExecuteWithRetries(part, what, &stopper);
-      std::string etag = Succeeded(r) ? common::HeaderValue(*r, "ETag") : "";
-      if (!etag.empty()) {
+  Status first_error =
+      objhttp::UploadPartsInParallel(parts, workers, [&](int64_t i, Stopper& stopper) -> Status {
+        Call part;
+        part.method = "PUT";
+        part.key = key;
+        part.query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
+        part.headers = sse_headers_;
+        part.body_file = src;
+        part.body_offset = i * part_size;
+        part.body_length = std::min(part_size, size - i * part_size);
+        part.streaming = true;
+        part.cancel = stopper.flag();
+        const std::string what = "upload of part " + std::to_string(i + 1) + "/" +
+                                 std::to_string(parts) + " (offset " +
+                                 std::to_string(part.body_offset) + ") to " + url;
+        Result<HttpResponse> r = ExecuteWithRetries(part, what, &stopper);
+        if (!Succeeded(r)) return Failure(what, r);
+        std::string etag = common::HeaderValue(*r, "ETag");
+        if (etag.empty()) return Status(Code::kDataLoss, what + ": no ETag in the response");
         etags[static_cast<size_t>(i)] = std::move(etag);
-        continue;
-      }
-      std::lock_guard lock(mu);
-      if (first_error.ok()) {
-        first_error = Succeeded(r) ? Status(Code::kDataLoss, what + ": no ETag in the response")
-                                   : Failure(what, r);
-      }
-      stopper.Stop();
-      return;
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(workers));
-  for (int w = 0; w < workers; ++w) threads.emplace_back(work);
-  for (auto& t : threads) t.join();
+        return Status::Ok();
+      });
 
   if (first_error.ok()) {
     std::string body =
         "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">";
     for (int64_t i = 0; i < parts; ++i) {
       body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" +
-              s3xml::Escape(etags[static_cast<size_t>(i)]) + "</ETag></Part>";
+              objxml::Escape(etags[static_cast<size_t>(i)]) + "</ETag></Part>";
     }
     body += "</CompleteMultipartUpload>";
     Call complete;
@@ -431,7 +343,7 @@ Status S3Store::PutMultipart(const std::string& key, const std::string& src, int
     complete.timeout = tuning_.complete_timeout;
     Result<HttpResponse> done = Execute(complete);
     // S3 may answer 200 and still fail: the error is then the body.
-    if (Succeeded(done) && s3xml::Elements(done->body, "Error").empty()) return Status::Ok();
+    if (Succeeded(done) && objxml::Elements(done->body, "Error").empty()) return Status::Ok();
     first_error = Failure("completion of multipart upload to " + url, done);
     if (Succeeded(done)) first_error = Status(Code::kUnavailable, first_error.message());
   }
@@ -490,7 +402,7 @@ Result<std::unique_ptr<SnapStore>> NewS3Store(const SnapStoreOptions& options,
     endpoint_text = creds.endpoint;
   }
   if (endpoint_text.empty()) endpoint_text = "https://s3." + creds.region + ".amazonaws.com";
-  ETCDW_ASSIGN_OR_RETURN(S3Endpoint endpoint, ParseS3Endpoint(endpoint_text));
+  ETCDW_ASSIGN_OR_RETURN(StoreEndpoint endpoint, ParseStoreEndpoint(endpoint_text, "S3 endpoint"));
   const bool path_style = creds.force_path_style || endpoint.host_is_ip ||
                           !VirtualHostable(options.container, endpoint.tls);
 

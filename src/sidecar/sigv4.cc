@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <unistd.h>
 
@@ -13,34 +12,14 @@
 #include <memory>
 #include <vector>
 
+#include "etcdw/common/hash.h"
+#include "etcdw/common/url.h"
+
 namespace etcdw::sidecar::sigv4 {
 
 namespace {
 
 constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Undoes percent-encoding; '+' is kept (RFC 3986 queries, as S3 reads them). A malformed escape
-// is kept verbatim.
-std::string PercentDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -114,38 +93,16 @@ Result<std::string> Sha256HexOfFile(const std::string& path, int64_t offset, int
   return Hex(std::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
-std::string HmacSha256(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &size);
-  return std::string(reinterpret_cast<const char*>(out), size);
-}
-
 std::string SigningKey(std::string_view secret, std::string_view date, std::string_view region,
                        std::string_view service) {
-  std::string k = HmacSha256("AWS4" + std::string(secret), date);
-  k = HmacSha256(k, region);
-  k = HmacSha256(k, service);
-  return HmacSha256(k, "aws4_request");
+  std::string k = common::HmacSha256("AWS4" + std::string(secret), date);
+  k = common::HmacSha256(k, region);
+  k = common::HmacSha256(k, service);
+  return common::HmacSha256(k, "aws4_request");
 }
 
 std::string UriEncode(std::string_view s, bool keep_slash) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.' || c == '~';
-    if (unreserved || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kDigits[c >> 4];
-      out += kDigits[c & 0xf];
-    }
-  }
-  return out;
+  return common::PercentEncode(s, keep_slash);
 }
 
 std::string CanonicalQuery(std::string_view query) {
@@ -159,8 +116,8 @@ std::string CanonicalQuery(std::string_view query) {
     std::string_view name = pair.substr(0, eq);
     std::string_view value =
         eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    params.emplace_back(UriEncode(PercentDecode(name), false),
-                        UriEncode(PercentDecode(value), false));
+    params.emplace_back(UriEncode(common::PercentDecode(name), false),
+                        UriEncode(common::PercentDecode(value), false));
   }
   std::sort(params.begin(), params.end());
   std::string out;
@@ -217,8 +174,8 @@ Signature Sign(const Request& request, const Credentials& credentials, std::stri
       date + "/" + std::string(region) + "/" + std::string(service) + "/aws4_request";
   sig.string_to_sign = std::string(kAlgorithm) + "\n" + std::string(amz_date) + "\n" + scope +
                        "\n" + Sha256Hex(sig.canonical_request);
-  sig.signature = Hex(HmacSha256(SigningKey(credentials.secret_access_key, date, region, service),
-                                 sig.string_to_sign));
+  sig.signature = Hex(common::HmacSha256(
+      SigningKey(credentials.secret_access_key, date, region, service), sig.string_to_sign));
   sig.authorization = std::string(kAlgorithm) + " Credential=" + credentials.access_key_id + "/" +
                       scope + ", SignedHeaders=" + sig.signed_headers +
                       ", Signature=" + sig.signature;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "etcdw/sidecar/abs_store.h"
 #include "etcdw/sidecar/local_store.h"
 #include "etcdw/sidecar/s3_store.h"
 
@@ -43,8 +44,9 @@ Result<std::unique_ptr<SnapStore>> OpenSnapStore(const SnapStoreOptions& options
     }
     return NewS3Store(o);
   }
+  if (o.provider == "ABS") return NewAbsStore(o);
   return InvalidArgument("unsupported storage provider \"" + o.provider +
-                         "\" (supported: Local, S3)");
+                         "\" (supported: Local, S3, ABS)");
 }
 
 }  // namespace etcdw::sidecar

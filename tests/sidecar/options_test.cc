@@ -344,7 +344,7 @@ TEST(ServerOptionsTest, CopyTakesDruidsArgumentsAndCompletesTheSourceFromTheTarg
             "--wait-for-final-snapshot-timeout must not be less than 0\n"
             "--source-min-chunk-size must be at least 5242880 (5 MiB)\n"
             "--source-storage-provider: unsupported storage provider \"Blob\" (supported: "
-            "Local, S3)");
+            "Local, S3, ABS)");
 }
 
 TEST(ServerOptionsTest, ListFlagsBehaveAsPflags) {

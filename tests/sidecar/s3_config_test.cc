@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "object_xml.h"
 #include "process.h"
-#include "s3_xml.h"
 
 namespace etcdw::sidecar {
 namespace {
@@ -143,22 +143,22 @@ TEST(S3CredentialsTest, MissingVariablesOrFiles) {
   }
 }
 
-TEST(S3EndpointTest, ParsesSchemesPortsAndBasePaths) {
-  auto a = ParseS3Endpoint("https://s3.eu-west-1.amazonaws.com");
+TEST(StoreEndpointTest, ParsesSchemesPortsAndBasePaths) {
+  auto a = ParseStoreEndpoint("https://s3.eu-west-1.amazonaws.com", "S3 endpoint");
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->tls);
   EXPECT_EQ(a->port, 443);
   EXPECT_EQ(a->HostHeader(), "s3.eu-west-1.amazonaws.com");
   EXPECT_EQ(a->HostPort(), "s3.eu-west-1.amazonaws.com:443");
   EXPECT_FALSE(a->host_is_ip);
-  auto b = ParseS3Endpoint("http://127.0.0.1:9000/base/");
+  auto b = ParseStoreEndpoint("http://127.0.0.1:9000/base/", "S3 endpoint");
   ASSERT_TRUE(b.ok());
   EXPECT_FALSE(b->tls);
   EXPECT_EQ(b->HostHeader(), "127.0.0.1:9000");
   EXPECT_EQ(b->base_path, "/base");
   EXPECT_TRUE(b->host_is_ip);
   EXPECT_EQ(b->ToString(), "http://127.0.0.1:9000/base");
-  auto c = ParseS3Endpoint("http://[::1]:80");
+  auto c = ParseStoreEndpoint("http://[::1]:80", "S3 endpoint");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->host, "::1");
   EXPECT_EQ(c->HostHeader(), "[::1]");
@@ -166,7 +166,7 @@ TEST(S3EndpointTest, ParsesSchemesPortsAndBasePaths) {
   EXPECT_TRUE(c->host_is_ip);
   for (const char* bad : {"s3.amazonaws.com", "ftp://h", "http://", "http://h:", "http://h:99999",
                           "http://h:1x", "http://h/?a=b", "http://[::1"}) {
-    EXPECT_FALSE(ParseS3Endpoint(bad).ok()) << bad;
+    EXPECT_FALSE(ParseStoreEndpoint(bad, "S3 endpoint").ok()) << bad;
   }
 }
 
@@ -180,24 +180,24 @@ TEST(S3XmlTest, FindsElementsThroughNamespacesAttributesCommentsAndCdata) {
   <Contents><Key/></Contents>
   <IsTruncated>true</IsTruncated>
 </s3:ListBucketResult>)";
-  auto contents = s3xml::Elements(xml, "Contents");
+  auto contents = objxml::Elements(xml, "Contents");
   ASSERT_EQ(contents.size(), 4u);
-  EXPECT_EQ(s3xml::FirstText(contents[0], "Key"), "a/v2/Full-1");
-  EXPECT_EQ(s3xml::FirstText(contents[1], "Key"), "b&c <AB>");
-  EXPECT_EQ(s3xml::FirstText(contents[2], "Key"), "<raw & key>");
-  EXPECT_EQ(s3xml::FirstText(contents[3], "Key"), "");
-  EXPECT_EQ(s3xml::FirstText(xml, "IsTruncated"), "true");
-  EXPECT_EQ(s3xml::FirstText(xml, "NextContinuationToken"), std::nullopt);
+  EXPECT_EQ(objxml::FirstText(contents[0], "Key"), "a/v2/Full-1");
+  EXPECT_EQ(objxml::FirstText(contents[1], "Key"), "b&c <AB>");
+  EXPECT_EQ(objxml::FirstText(contents[2], "Key"), "<raw & key>");
+  EXPECT_EQ(objxml::FirstText(contents[3], "Key"), "");
+  EXPECT_EQ(objxml::FirstText(xml, "IsTruncated"), "true");
+  EXPECT_EQ(objxml::FirstText(xml, "NextContinuationToken"), std::nullopt);
 }
 
 TEST(S3XmlTest, NestingTruncationAndEscaping) {
-  EXPECT_EQ(s3xml::Elements("<A><A>x</A>y</A><A>z</A>", "A").size(), 2u);
-  EXPECT_EQ(s3xml::Text(s3xml::Elements("<A><A>x</A>y</A>", "A")[0]), "xy");
-  EXPECT_TRUE(s3xml::Elements("<A>never closed", "A").empty());
-  EXPECT_TRUE(s3xml::Elements("", "A").empty());
-  EXPECT_EQ(s3xml::Text("&unknown; &#xZZ; & alone"), "&unknown; &#xZZ; & alone");
-  EXPECT_EQ(s3xml::Escape("\"etag\" <&'>"), "&quot;etag&quot; &lt;&amp;&apos;&gt;");
-  EXPECT_EQ(s3xml::Text(s3xml::Escape("\"etag\" <&'>")), "\"etag\" <&'>");
+  EXPECT_EQ(objxml::Elements("<A><A>x</A>y</A><A>z</A>", "A").size(), 2u);
+  EXPECT_EQ(objxml::Text(objxml::Elements("<A><A>x</A>y</A>", "A")[0]), "xy");
+  EXPECT_TRUE(objxml::Elements("<A>never closed", "A").empty());
+  EXPECT_TRUE(objxml::Elements("", "A").empty());
+  EXPECT_EQ(objxml::Text("&unknown; &#xZZ; & alone"), "&unknown; &#xZZ; & alone");
+  EXPECT_EQ(objxml::Escape("\"etag\" <&'>"), "&quot;etag&quot; &lt;&amp;&apos;&gt;");
+  EXPECT_EQ(objxml::Text(objxml::Escape("\"etag\" <&'>")), "\"etag\" <&'>");
 }
 
 }  // namespace

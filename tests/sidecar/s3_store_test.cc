@@ -19,6 +19,7 @@
 #include "s3rver.h"
 #include "support/clock_util.h"
 #include "support/files.h"
+#include "support/store_contract.h"
 #include "test_certs.h"
 
 namespace etcdw::sidecar {
@@ -89,45 +90,10 @@ class S3StoreTest : public ::testing::Test {
     return path;
   }
 
-  // Save, List, Fetch and Delete through `store`, whose prefix is `prefix`.
+  // The store contract (support/store_contract.h) through `store`, whose prefix is `prefix`.
   void RoundTrip(SnapStore& store, const std::string& prefix) {
-    SnapshotInfo full = NewSnapshot(SnapshotKind::kFull, 0, 100, Unix(1700000000), "", false);
-    SnapshotInfo delta = NewSnapshot(SnapshotKind::kIncr, 101, 250, Unix(1700000060), ".gz", false);
-    ASSERT_TRUE(store.Save(full, Source("full snapshot bytes")).ok());
-    ASSERT_TRUE(store.Save(delta, Source(std::string("delta\0bytes", 11))).ok());
-
-    auto list = store.List();
-    ASSERT_TRUE(list.ok()) << list.status().ToString();
-    ASSERT_EQ(list->size(), 2u);
-    EXPECT_EQ((*list)[0].snap_name, full.snap_name);
-    EXPECT_EQ((*list)[0].prefix, V2Prefix(prefix) + "/");
-    EXPECT_EQ((*list)[0].last_revision, 100);
-    EXPECT_EQ((*list)[1].snap_name, delta.snap_name);
-    EXPECT_EQ((*list)[1].kind, SnapshotKind::kIncr);
-    EXPECT_EQ((*list)[1].compression_suffix, ".gz");
-
-    const std::string dest = dir_.File("fetched");
-    std::ofstream(dest) << "stale content, longer than the object";
-    Status st = store.Fetch((*list)[1], dest);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_EQ(testsupport::ReadFile(dest), std::string("delta\0bytes", 11));
-    st = store.Fetch((*list)[0], dest);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_EQ(testsupport::ReadFile(dest), "full snapshot bytes");
-
-    st = store.Delete((*list)[0]);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_TRUE(store.Delete((*list)[0]).ok()) << "deleting a missing object is OK";
-    auto after = store.List();
-    ASSERT_TRUE(after.ok()) << after.status().ToString();
-    ASSERT_EQ(after->size(), 1u);
-    EXPECT_EQ((*after)[0].snap_name, delta.snap_name);
-
-    Status missing = store.Fetch((*list)[0], dest);
-    ASSERT_FALSE(missing.ok());
-    EXPECT_EQ(missing.code(), Code::kNotFound) << missing.ToString();
-    EXPECT_NE(missing.message().find("NoSuchKey"), std::string::npos) << missing.ToString();
-    EXPECT_FALSE(fs::exists(dest)) << "no partial download is left behind";
+    ASSERT_NO_FATAL_FAILURE(
+        testsupport::CheckStoreContract(store, prefix, dir_.path(), "NoSuchKey"));
   }
 
   static S3rver* server_;

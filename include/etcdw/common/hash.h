@@ -1,8 +1,10 @@
-// Checksums: CRC-32C (Castagnoli, as etcd's Hash/HashKV use) and SHA-256 (snapshot trailers).
+// Checksums: CRC-32C (Castagnoli, as etcd's Hash/HashKV use) and SHA-256 (snapshot trailers);
+// HMAC-SHA256 and base64 for the request signatures of the object stores.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,5 +31,15 @@ class Sha256 {
 };
 
 std::string ToHex(std::string_view bytes);
+
+// HMAC-SHA256 of `data` under `key`: 32 raw bytes.
+std::string HmacSha256(std::string_view key, std::string_view data);
+
+// Standard base64 (RFC 4648 section 4, '+' '/', padded with '=').
+std::string Base64Encode(std::string_view bytes);
+// Decodes standard padded base64, skipping CR and LF anywhere (as Go's decoder does, so that a
+// key read from a file with a trailing line break still decodes). nullopt for any other
+// character outside the alphabet, a length that is not a multiple of 4, or misplaced padding.
+std::optional<std::string> Base64Decode(std::string_view text);
 
 }  // namespace etcdw::common

@@ -34,6 +34,14 @@ std::string JoinUrls(const std::vector<Url>& urls, std::string_view sep = ",");
 
 // Splits on `sep`, trimming blanks around each part; empty parts are kept.
 std::vector<std::string> Split(std::string_view text, char sep);
+// RFC 3986 percent-encoding: unreserved characters (A-Z a-z 0-9 - _ . ~) stay, every other
+// byte becomes %XY (upper-case hex); '/' stays when keep_slash. What AWS SigV4 and Azure Shared
+// Key expect of object names and query values.
+std::string PercentEncode(std::string_view s, bool keep_slash);
+// Undoes percent-encoding; '+' is kept (RFC 3986 queries, as S3 and Azure read them). A
+// malformed escape is kept verbatim.
+std::string PercentDecode(std::string_view s);
+
 // `s` without the whitespace (space, tab, CR, LF, VT, FF) at either end.
 std::string_view Trim(std::string_view s);
 

@@ -61,8 +61,9 @@ Signature Sign(const Request& request, const Credentials& credentials, std::stri
 // "YYYYMMDDTHHMMSSZ" in UTC.
 std::string AmzDate(std::chrono::system_clock::time_point t);
 
-// RFC 3986 percent-encoding as AWS specifies it: unreserved characters (A-Z a-z 0-9 - _ . ~)
-// stay, every other byte becomes %XY (upper-case hex); '/' stays when keep_slash.
+// RFC 3986 percent-encoding as AWS specifies it, common::PercentEncode: unreserved characters
+// (A-Z a-z 0-9 - _ . ~) stay, every other byte becomes %XY (upper-case hex); '/' stays when
+// keep_slash.
 std::string UriEncode(std::string_view s, bool keep_slash);
 
 // The canonical form of a query string (see Request::query).
@@ -76,7 +77,6 @@ std::string SigningKey(std::string_view secret, std::string_view date, std::stri
 std::string Sha256Hex(std::string_view data);
 // SHA-256 of `length` bytes of a file from `offset`, read in slices. Errors name the file.
 Result<std::string> Sha256HexOfFile(const std::string& path, int64_t offset, int64_t length);
-std::string HmacSha256(std::string_view key, std::string_view data);  // raw bytes
-std::string Hex(std::string_view bytes);                              // lower case
+std::string Hex(std::string_view bytes);  // lower case
 
 }  // namespace etcdw::sidecar::sigv4

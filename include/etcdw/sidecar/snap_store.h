@@ -1,7 +1,7 @@
 // Where snapshots are kept: an object store seen as a flat list of named objects under a prefix.
-// Providers: "Local" (a directory, gardener's layout $HOME/<container>/<prefix>/v2/<name>) and
-// "S3" (AWS S3 and compatible servers). Objects are uploaded from and downloaded to local files,
-// so that a snapshot never has to fit in memory.
+// Providers: "Local" (a directory, gardener's layout $HOME/<container>/<prefix>/v2/<name>),
+// "S3" (AWS S3 and compatible servers) and "ABS" (Azure Blob Storage and Azurite). Objects are
+// uploaded from and downloaded to local files, so that a snapshot never has to fit in memory.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ class SnapStore {
 
 // The snapshot-store flags of etcdbrctl (gardener's names in comments).
 struct SnapStoreOptions {
-  std::string provider;                       // --storage-provider: "Local" | "S3" (case-sensitive)
+  std::string provider;                       // --storage-provider: "Local" | "S3" | "ABS"
   std::string container;                      // --store-container, else env STORAGE_CONTAINER
   std::string prefix;                         // --store-prefix; objects live under "<prefix>/v2/"
   std::string endpoint_override;              // --store-endpoint-override
@@ -50,7 +50,8 @@ struct SnapStoreOptions {
 // Builds the store for options.provider. Errors: "unsupported storage provider", missing
 // container (every provider but Local), bad credentials or endpoint. Reads the container's default
 // and the credentials from the environment as gardener's does, each variable's name prefixed with
-// options.env_prefix (S3: AWS_APPLICATION_CREDENTIALS_JSON or AWS_APPLICATION_CREDENTIALS).
+// options.env_prefix (S3: AWS_APPLICATION_CREDENTIALS_JSON or AWS_APPLICATION_CREDENTIALS; ABS:
+// AZURE_APPLICATION_CREDENTIALS_JSON or AZURE_APPLICATION_CREDENTIALS).
 Result<std::unique_ptr<SnapStore>> OpenSnapStore(const SnapStoreOptions& options);
 
 // The effective object prefix: "<prefix>/v2" ("v2" when prefix is empty), without a trailing '/'.

@@ -1,8 +1,8 @@
-#include "s3_xml.h"
+#include "object_xml.h"
 
 #include <cstdint>
 
-namespace etcdw::sidecar::s3xml {
+namespace etcdw::sidecar::objxml {
 
 namespace {
 
@@ -210,4 +210,4 @@ std::string Escape(std::string_view text) {
   return out;
 }
 
-}  // namespace etcdw::sidecar::s3xml
+}  // namespace etcdw::sidecar::objxml

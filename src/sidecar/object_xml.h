@@ -1,6 +1,7 @@
-// The little XML the S3 API needs (private to src/sidecar): finding elements by name in a
-// response (ListBucketResult, InitiateMultipartUploadResult, Error) and escaping text for a
-// request body (CompleteMultipartUpload). Not a general parser: it tolerates the XML
+// The little XML the object stores' APIs need (private to src/sidecar): finding elements by name
+// in a response (S3's ListBucketResult, InitiateMultipartUploadResult and Error; Azure's
+// EnumerationResults and Error) and escaping text for a request body (S3's
+// CompleteMultipartUpload, Azure's BlockList). Not a general parser: it tolerates the XML
 // declaration, comments, CDATA, namespace prefixes and attributes, and never fails — a
 // malformed document just yields fewer elements.
 #pragma once
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace etcdw::sidecar::s3xml {
+namespace etcdw::sidecar::objxml {
 
 // The raw content of every element named `name` (a namespace prefix is ignored), in document
 // order; an element nested in a same-named one is part of the outer one's content. A
@@ -27,4 +28,4 @@ std::optional<std::string> FirstText(std::string_view xml, std::string_view name
 // `text` with & < > " ' escaped, for element content and attribute values.
 std::string Escape(std::string_view text);
 
-}  // namespace etcdw::sidecar::s3xml
+}  // namespace etcdw::sidecar::objxml
