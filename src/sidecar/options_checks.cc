@@ -44,16 +44,6 @@ const std::vector<std::string> kRestorationWithoutEffect = {"max-fetchers",
                                                             "auto-compaction-retention"};
 const std::vector<std::string> kBackoffWithoutEffect = {
     "backoff-multiplier", "backoff-attempt-limit", "backoff-threshold-time"};
-const std::vector<std::string> kSecondaryStoreWithoutEffect = {
-    "secondary-storage-provider",
-    "secondary-store-container",
-    "secondary-store-prefix",
-    "secondary-store-endpoint-override",
-    "secondary-max-parallel-chunk-uploads",
-    "secondary-min-chunk-size",
-    "secondary-snapstore-temp-directory",
-    "secondary-backup-sync-enabled",
-    "secondary-backup-sync-period"};
 
 std::vector<const std::vector<std::string>*> GroupsWithoutEffect(Command command) {
   static const std::vector<std::string> kConfigFile = {"config-file", "etcd-process-name"};
@@ -61,12 +51,8 @@ std::vector<const std::vector<std::string>*> GroupsWithoutEffect(Command command
   static const std::vector<std::string> kSnapshotDefrag = {"defragmentation-schedule"};
   switch (command) {
     case Command::kServer:
-      return {&kConfigFile,
-              &kEtcdConnectionWithoutEffect,
-              &kHttpServerWithoutEffect,
-              &kRestorationWithoutEffect,
-              &kBackoffWithoutEffect,
-              &kSecondaryStoreWithoutEffect};
+      return {&kConfigFile, &kEtcdConnectionWithoutEffect, &kHttpServerWithoutEffect,
+              &kRestorationWithoutEffect, &kBackoffWithoutEffect};
     case Command::kSnapshot:
       return {&kEtcdConnectionWithoutEffect, &kBackoffWithoutEffect, &kSnapshotDefrag};
     case Command::kRestore:
@@ -200,6 +186,9 @@ Status ValidateServerOptions(const ServerOptions& o) {
   if (o.secondary.sync_enabled) {
     CheckStoreChunks("secondary-", o.secondary.max_parallel_chunk_uploads,
                      o.secondary.min_chunk_size, &problems);
+    if (o.secondary.sync_period.count() <= 0) {
+      problems.push_back("--secondary-backup-sync-period must be greater than 0");
+    }
   }
   CheckRestoration(o.restoration, &problems);
   CheckCopy(o.copy, &problems);

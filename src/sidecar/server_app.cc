@@ -16,6 +16,7 @@
 #include "etcdw/common/metrics.h"
 #include "etcdw/common/url.h"
 #include "etcdw/kube/client.h"
+#include "etcdw/sidecar/backup_sync.h"
 #include "etcdw/sidecar/defragmenter.h"
 #include "etcdw/sidecar/etcd_client.h"
 #include "etcdw/sidecar/etcd_config.h"
@@ -89,14 +90,16 @@ class Leadership {
   // `leases`, when given, is told of every snapshot and writes the snapshot leases while this
   // sidecar leads.
   Leadership(SnapStore* store, EtcdClient* client, SnapshotterOptions opts, HttpApi* api,
-             EtcdConnectionOptions etcd, CronSchedule defrag_schedule, SnapshotLeaseUpdater* leases)
+             EtcdConnectionOptions etcd, CronSchedule defrag_schedule, SnapshotLeaseUpdater* leases,
+             BackupSync* secondary_sync)
       : store_(store),
         client_(client),
         opts_(WithLeaseReports(std::move(opts), leases)),
         api_(api),
         etcd_(std::move(etcd)),
         defrag_schedule_(std::move(defrag_schedule)),
-        leases_(leases) {}
+        leases_(leases),
+        secondary_sync_(secondary_sync) {}
   ~Leadership() { Stop(); }
 
   void Start() {
@@ -111,6 +114,7 @@ class Leadership {
       leases_->Start();
       leases_->Sync();
     }
+    if (secondary_sync_ != nullptr) secondary_sync_->Start();
     {
       std::lock_guard<std::mutex> l(mu_);
       stopping_ = false;
@@ -129,6 +133,7 @@ class Leadership {
     thread_.join();
     api_->SetSnapshotter(nullptr);
     if (leases_ != nullptr) leases_->Stop();
+    if (secondary_sync_ != nullptr) secondary_sync_->Stop();
   }
 
  private:
@@ -183,6 +188,7 @@ class Leadership {
   const EtcdConnectionOptions etcd_;
   const CronSchedule defrag_schedule_;
   SnapshotLeaseUpdater* const leases_;  // may be null
+  BackupSync* const secondary_sync_;    // may be null
   // The owner's (Start/Stop) only.
   std::unique_ptr<DefragScheduler> defrag_;
   std::thread thread_;  // runs Loop()
@@ -223,6 +229,27 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
   if (!o.store.provider.empty()) {
     ETCDW_ASSIGN_OR_RETURN(store, OpenSnapStore(o.store));
     log::Info("snapshot store", {log::F("store", store->Describe())});
+  }
+  // The secondary store (gardener's --secondary-backup-sync-enabled), synced while leading.
+  std::unique_ptr<SnapStore> secondary;
+  std::unique_ptr<BackupSync> secondary_sync;
+  if (store != nullptr && o.secondary.sync_enabled) {
+    SnapStoreOptions so = o.secondary.store;
+    if (so.provider.empty()) so.provider = o.store.provider;
+    so.env_prefix = "SECONDARY_";
+    auto opened = OpenSnapStore(so);
+    if (!opened.ok()) return opened.status().WithContext("opening the secondary snapshot store");
+    secondary = std::move(opened).value();
+    log::Info("secondary snapshot store", {log::F("store", secondary->Describe())});
+    BackupSyncOptions bo;
+    bo.sync_period = o.secondary.sync_period;
+    bo.gc_period = o.snapshotter.gc_period;
+    ETCDW_ASSIGN_OR_RETURN(bo.gc.policy, ParseGcPolicy(o.snapshotter.gc_policy));
+    bo.gc.max_backups = static_cast<int>(o.snapshotter.max_backups);
+    bo.gc.delta_retention =
+        std::chrono::duration_cast<std::chrono::seconds>(o.snapshotter.delta_retention);
+    bo.temp_dir = so.temp_dir;
+    secondary_sync = std::make_unique<BackupSync>(*store, *secondary, bo);
   } else {
     log::Warn("no storage provider configured: no backups are taken or restored");
   }
@@ -339,7 +366,7 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     snapshot_leases = std::make_unique<SnapshotLeaseUpdater>(*kube_client, *store, so);
   }
   Leadership leadership(store.get(), client.get(), snap_opts, &api, o.etcd, defrag_schedule,
-                        snapshot_leases.get());
+                        snapshot_leases.get(), secondary_sync.get());
 
   // gardener §3.5: once etcd answers, the peer URL check, then the member heartbeat.
   if (!WaitForEtcd(*client, stop)) {

@@ -57,7 +57,8 @@ struct RestorationFlags {
 };
 
 // gardener's secondary store (`server` only): the store flags prefixed `secondary-`, and a
-// periodic copy of the primary's backups to it. Not implemented: see WarnFlagsWithoutEffect.
+// periodic copy of the primary's backups to it while leading (sidecar/backup_sync.h). The
+// variables of its store are prefixed SECONDARY_; an empty provider is the primary's.
 struct SecondaryStoreFlags {
   SnapStoreOptions store;
   int64_t max_parallel_chunk_uploads = 5;             // --secondary-max-parallel-chunk-uploads
