@@ -2,7 +2,7 @@
 // HTTP server's split of a request target into path and query (SplitTarget: every request to
 // the sidecar's API and to the wrapper's control server goes through it) and the wrapper's
 // reading of the sidecar's /initialization/status answer (ParseInitState). The sidecar's routing
-// (HttpApi::Handle) is not driven: it links the snapshotter, the etcd client and its gRPC code.
+// (HttpApi::Handle) is sidecar_http_api's.
 // Beyond not crashing, it checks that:
 // - the path is the target up to its '?', and a query made of the input's names and values,
 //   percent-encoded, decodes to them (the first value of a name wins);

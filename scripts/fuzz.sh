@@ -23,7 +23,7 @@ case "$mode" in
 esac
 
 dir="${FUZZ_BUILD_DIR:-build/fuzz}"
-all=(http1_request go_json lzw object_xml etcd_config delta h2_connection peer_frames raft_log compression flags saved_records sidecar_answers bbolt kube_json requests snapshot_file)
+all=(http1_request go_json lzw object_xml etcd_config delta h2_connection peer_frames raft_log compression flags saved_records sidecar_answers bbolt kube_json requests snapshot_file sidecar_http_api admin_requests)
 read -r -a fuzzers <<<"${FUZZERS:-${all[*]}}"
 targets=()
 for f in "${fuzzers[@]}"; do targets+=(--target "${f}_fuzzer"); done

@@ -6,6 +6,7 @@
 #include "etcdw/common/logging.h"
 #include "etcdw/member/etcd_server.h"
 #include "etcdw/member/raft_node.h"
+#include "etcdw/member/request_checks.h"
 
 namespace etcdw::member {
 
@@ -85,12 +86,9 @@ void ReplyMembers(const ApplyResult& r, Reply<Resp>& reply, EtcdServer& s,
 void EtcdServer::MemberAdd(const etcdserverpb::MemberAddRequest& r,
                            Reply<etcdserverpb::MemberAddResponse> reply) {
   cluster::Member m;
-  for (const auto& u : r.peerurls()) {
-    auto url = common::ParseUrl(u);
-    if (!url.ok()) return reply(errors::MemberBadURLs());
-    m.peer_urls.push_back(url->ToString());
-  }
-  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
+  Result<std::vector<std::string>> urls = CheckPeerUrls(r.peerurls());
+  if (!urls.ok()) return reply(urls.status());
+  m.peer_urls = std::move(urls).value();
   m.is_learner = r.islearner();
   if (!m.is_learner && !ReadyToAddVoter()) return reply(errors::MemberNotEnoughStarted());
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
@@ -129,12 +127,9 @@ void EtcdServer::MemberUpdate(const etcdserverpb::MemberUpdateRequest& r,
                               Reply<etcdserverpb::MemberUpdateResponse> reply) {
   cluster::Member m;
   m.id = r.id();
-  for (const auto& u : r.peerurls()) {
-    auto url = common::ParseUrl(u);
-    if (!url.ok()) return reply(errors::MemberBadURLs());
-    m.peer_urls.push_back(url->ToString());
-  }
-  if (m.peer_urls.empty()) return reply(errors::MemberBadURLs());
+  Result<std::vector<std::string>> urls = CheckPeerUrls(r.peerurls());
+  if (!urls.ok()) return reply(urls.status());
+  m.peer_urls = std::move(urls).value();
   raftpb::ConfChange cc;
   cc.set_type(raftpb::CONF_CHANGE_UPDATE_NODE);
   cc.set_node_id(r.id());

@@ -10,6 +10,7 @@
 #include "etcdw/common/etcd_errors.h"
 #include "etcdw/common/logging.h"
 #include "etcdw/mvcc/revision.h"
+#include "etcdw/mvcc/txn.h"
 #include "etcdw/storage/meta_records.h"
 #include "etcdw/storage/versioned_key.h"
 
@@ -411,8 +412,7 @@ std::unique_ptr<ApplyBatch> KvStore::BeginApply() {
 }
 
 Status KvStore::Compact(ApplyBatch& b, int64_t rev) {
-  if (rev <= b.pending_compact_rev_) return errors::Compacted();
-  if (rev > b.pending_rev_) return errors::FutureRev();
+  ETCDW_RETURN_IF_ERROR(CheckCompaction(rev, b.pending_compact_rev_, b.pending_rev_));
   b.pending_compact_rev_ = rev;
   b.compaction_ = rev;
   b.batch_.Put(Column::kMeta, storage::meta::kScheduledCompactRev.key,

@@ -325,10 +325,9 @@ Result<etcdserverpb::DeleteRangeResponse> ExecuteDeleteRange(
 Result<etcdserverpb::LeaseGrantResponse> ExecuteLeaseGrant(WriteTxn& txn,
                                                            const etcdserverpb::LeaseGrantRequest& r,
                                                            int64_t min_ttl) {
-  if (r.id() == 0) return errors::LeaseNotFound();
-  if (r.ttl() > kMaxLeaseTtl) return errors::LeaseTTLTooLarge();
+  ETCDW_ASSIGN_OR_RETURN(int64_t ttl, CheckLeaseGrant(r, min_ttl));
   if (txn.leases().Exists(r.id())) return errors::LeaseExist();
-  LeaseInfo info{r.id(), std::max(r.ttl(), min_ttl), 0};
+  LeaseInfo info{r.id(), ttl, 0};
   txn.mutable_leases().StageGrant(txn.batch(), info);
   etcdserverpb::LeaseGrantResponse resp;
   resp.set_id(info.id);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "etcdw/common/etcd_errors.h"
+#include "etcdw/mvcc/lease_table.h"
 #include "etcdw/mvcc/txn.h"
 
 namespace etcdw::mvcc {
@@ -124,6 +125,18 @@ Status CheckTxnRequest(const etcdserverpb::TxnRequest& r, int64_t max_txn_ops) {
   // Overlaps are checked after the cheap checks to avoid quadratic work on invalid requests.
   ETCDW_RETURN_IF_ERROR(CheckIntervals(r.success(), nullptr, nullptr));
   ETCDW_RETURN_IF_ERROR(CheckIntervals(r.failure(), nullptr, nullptr));
+  return Status::Ok();
+}
+
+Result<int64_t> CheckLeaseGrant(const etcdserverpb::LeaseGrantRequest& r, int64_t min_ttl) {
+  if (r.id() == 0) return errors::LeaseNotFound();
+  if (r.ttl() > kMaxLeaseTtl) return errors::LeaseTTLTooLarge();
+  return std::max(r.ttl(), min_ttl);
+}
+
+Status CheckCompaction(int64_t rev, int64_t compacted_rev, int64_t current_rev) {
+  if (rev <= compacted_rev) return errors::Compacted();
+  if (rev > current_rev) return errors::FutureRev();
   return Status::Ok();
 }
 

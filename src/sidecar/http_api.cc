@@ -58,7 +58,7 @@ InitState HttpApi::state() const {
   return state_;
 }
 
-void HttpApi::SetSnapshotter(std::shared_ptr<Snapshotter> s) {
+void HttpApi::SetSnapshotter(std::shared_ptr<SnapshotTriggers> s) {
   std::lock_guard<std::mutex> l(mu_);
   snapshotter_ = std::move(s);
 }
@@ -127,7 +127,7 @@ common::HttpResponse HttpApi::Snapshot(const common::HttpRequest& req) {
     if (deps_.metrics != nullptr) deps_.metrics->SetLatestDeltas(latest.deltas);
     return Json(200, LatestSetJson(latest));
   }
-  std::shared_ptr<Snapshotter> s;
+  std::shared_ptr<SnapshotTriggers> s;
   {
     std::lock_guard<std::mutex> l(mu_);
     s = snapshotter_;

@@ -79,6 +79,54 @@ std::string FormatGoTime(system_clock::time_point t) {
   return out;
 }
 
+// The length of the UTF-8 sequence at the start of `s` when it is one Go's utf8.DecodeRune
+// accepts (shortest form, no surrogate, at most U+10FFFF), else 0.
+size_t ValidSequenceLength(std::string_view s) {
+  const auto b = [&s](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80;  // the range of the second byte
+  unsigned char hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // shorter forms are overlong
+    if (c == 0xED) hi = 0x9F;  // U+D800-U+DFFF are surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// `s` as Go's encoding/json writes a string that is not valid UTF-8: every byte that does not
+// begin a valid sequence becomes U+FFFD, one for each such byte. Object names in a store (a
+// file name in a local store, a key in a bucket) are bytes, while JSON text must be UTF-8.
+std::string GoValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const size_t n = ValidSequenceLength(s);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      s.remove_prefix(1);
+    } else {
+      out.append(s.substr(0, n));
+      s.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
 Status BadKey(std::string_view key, const std::string& why) {
   return InvalidArgument("invalid snapshot key \"" + std::string(key) + "\": " + why);
 }
@@ -226,12 +274,13 @@ nlohmann::json ToJson(const SnapshotInfo& s) {
   nlohmann::json j = nlohmann::json::object();
   j["createdOn"] = FormatGoTime(s.created_on);
   j["immutabilityExpriyTime"] = FormatGoTime(s.immutability_expiry_time);
-  j["versionID"] = s.version_id ? nlohmann::json(*s.version_id) : nlohmann::json(nullptr);
+  j["versionID"] =
+      s.version_id ? nlohmann::json(GoValidUtf8(*s.version_id)) : nlohmann::json(nullptr);
   j["kind"] = KindName(s.kind);
-  j["snapDir"] = s.snap_dir;
-  j["snapName"] = s.snap_name;
-  j["prefix"] = s.prefix;
-  j["compressionSuffix"] = s.compression_suffix;
+  j["snapDir"] = GoValidUtf8(s.snap_dir);
+  j["snapName"] = GoValidUtf8(s.snap_name);
+  j["prefix"] = GoValidUtf8(s.prefix);
+  j["compressionSuffix"] = GoValidUtf8(s.compression_suffix);
   j["startRevision"] = s.start_revision;
   j["lastRevision"] = s.last_revision;
   j["isChunk"] = s.is_chunk;

@@ -69,10 +69,6 @@ DataDirStatus FromCheck(data_dir::DataDirState s) {
 
 }  // namespace
 
-ValidationMode ParseValidationMode(const std::string& mode) {
-  return mode == "sanity" ? ValidationMode::kSanity : ValidationMode::kFull;
-}
-
 const char* DataDirStatusName(DataDirStatus s) {
   switch (s) {
     case DataDirStatus::kValid:

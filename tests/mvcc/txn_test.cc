@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "etcdw/common/etcd_errors.h"
+#include "etcdw/mvcc/lease_table.h"
 #include "mvcc/mvcc_test_util.h"
 
 namespace etcdw::mvcc {
@@ -537,6 +538,54 @@ TEST(CheckTxnRequestTest, DuplicateKeysAcrossNestedTransactions) {
   // A nested delete and a nested put in different branches do not conflict.
   TxnRequest put_then_del_else = MakeTxn({}, {OpPut("k", "1")}, {OpDelete("k")});
   EXPECT_TRUE(CheckTxnRequest(MakeTxn({}, {OpTxn(put_then_del_else)}), 128).ok());
+}
+
+}  // namespace
+}  // namespace etcdw::mvcc
+
+namespace etcdw::mvcc {
+namespace {
+
+etcdserverpb::LeaseGrantRequest LeaseGrantOf(int64_t id, int64_t ttl) {
+  etcdserverpb::LeaseGrantRequest r;
+  r.set_id(id);
+  r.set_ttl(ttl);
+  return r;
+}
+
+// etcd 3.4's lessor.Grant: ID 0 first, then the largest TTL; a TTL below the minimum (zero and
+// negative ones too) is raised to it.
+TEST(CheckLeaseGrantTest, AsEtcdsLessorGrants) {
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(0, 10), 2).status(), errors::LeaseNotFound());
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(0, kMaxLeaseTtl + 1), 2).status(),
+            errors::LeaseNotFound());
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, kMaxLeaseTtl + 1), 2).status(),
+            errors::LeaseTTLTooLarge());
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, INT64_MAX), 2).status(), errors::LeaseTTLTooLarge());
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, kMaxLeaseTtl), 2).value(), kMaxLeaseTtl);
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, 60), 2).value(), 60);
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(-7, 1), 2).value(), 2);
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, 0), 2).value(), 2);
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, -5), 2).value(), 2);
+  EXPECT_EQ(CheckLeaseGrant(LeaseGrantOf(7, INT64_MIN), 2).value(), 2);
+}
+
+// etcd 3.4's updateCompactRev: at or below the compaction revision (-1 before any) is Compacted,
+// above the current revision FutureRev.
+TEST(CheckCompactionTest, AsEtcdsUpdateCompactRev) {
+  EXPECT_TRUE(CheckCompaction(0, -1, 1).ok());  // compacting at 0 is accepted once
+  EXPECT_TRUE(CheckCompaction(1, -1, 1).ok());
+  EXPECT_EQ(CheckCompaction(-1, -1, 1), errors::Compacted());
+  EXPECT_EQ(CheckCompaction(INT64_MIN, -1, 1), errors::Compacted());
+  EXPECT_EQ(CheckCompaction(0, 0, 5), errors::Compacted());
+  EXPECT_EQ(CheckCompaction(3, 3, 5), errors::Compacted());
+  EXPECT_TRUE(CheckCompaction(4, 3, 5).ok());
+  EXPECT_TRUE(CheckCompaction(5, 3, 5).ok());
+  EXPECT_EQ(CheckCompaction(6, 3, 5), errors::FutureRev());
+  EXPECT_EQ(CheckCompaction(INT64_MAX, 3, 5), errors::FutureRev());
+  // Compacted first, as etcd: a revision both compacted and ahead cannot happen, but the order
+  // is etcd's.
+  EXPECT_EQ(CheckCompaction(2, 9, 1), errors::Compacted());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -119,6 +120,18 @@ TEST_F(DelegationTest, LatestIsAnsweredFromTheSharedStore) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, R"({"deltaSnapshots":null,"fullSnapshot":null})");
   EXPECT_EQ(leader_calls_.load(), 0);
+}
+
+// Found by the sidecar_http_api fuzzer: one object whose name is not UTF-8 made the answer's JSON
+// throw (500 "internal error") instead of listing the latest set.
+TEST_F(DelegationTest, LatestListsANameThatIsNotUtf8) {
+  fs::create_directories(dir_ + "/store/p/v2");
+  std::ofstream(dir_ + "/store/p/v2/Full-00000000-00000007-1700000000.\xff") << "x";
+  auto r = Follower(LeaderUrl())->Handle(Get("/snapshot/latest"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["fullSnapshot"]["snapName"], "Full-00000000-00000007-1700000000.\xef\xbf\xbd");
+  EXPECT_EQ(j["fullSnapshot"]["lastRevision"], 7);
 }
 
 TEST_F(DelegationTest, NoStoreMeansNoSnapshotRoutes) {

@@ -222,6 +222,29 @@ TEST(SnapshotJsonTest, VersionAndImmutability) {
   EXPECT_EQ(j["immutabilityExpriyTime"], "2023-11-15T22:13:20.000005Z");
 }
 
+// Found by the sidecar_http_api fuzzer: an object name that is not UTF-8 (any file name in a
+// local store) made nlohmann's dump() throw, so /snapshot/latest answered 500 while that object
+// was listed. Go's encoding/json writes each byte that begins no valid UTF-8 sequence as U+FFFD.
+TEST(SnapshotJsonTest, NamesThatAreNotUtf8AreWrittenAsGoWritesThem) {
+  SnapshotInfo s = Parsed("backups\xd7/v2/Full-00000000-00000001-1700000000.\xff");
+  EXPECT_EQ(s.compression_suffix, ".\xff");  // the name parses: any suffix is kept
+  s.snap_dir = "\xe2\x82x";                  // a sequence cut short: each byte replaced
+  s.version_id = "\xed\xa0\x80\xc0\xaf";     // a surrogate and an overlong form
+  nlohmann::json j = ToJson(s);
+  const std::string r = "\xef\xbf\xbd";  // U+FFFD
+  EXPECT_EQ(j["compressionSuffix"], "." + r);
+  EXPECT_EQ(j["snapName"], "Full-00000000-00000001-1700000000." + r);
+  EXPECT_EQ(j["prefix"], "backups" + r + "/v2/");
+  EXPECT_EQ(j["snapDir"], r + r + "x");
+  EXPECT_EQ(j["versionID"], r + r + r + r + r);
+  EXPECT_NO_THROW((void)j.dump());
+  // Valid UTF-8 of every length, up to U+10FFFF, is kept as it is.
+  s.snap_dir = "\xc3\xa9\xe2\x82\xac\xf4\x8f\xbf\xbf";
+  EXPECT_EQ(ToJson(s)["snapDir"], s.snap_dir);
+  s.snap_dir = "\xf4\x90\x80\x80";  // above U+10FFFF
+  EXPECT_EQ(ToJson(s)["snapDir"], r + r + r + r);
+}
+
 SnapshotInfo Snap(SnapshotKind kind, int64_t start, int64_t last, int64_t created,
                   bool chunk = false) {
   SnapshotInfo s = NewSnapshot(kind, start, last, Unix(created), "", false);

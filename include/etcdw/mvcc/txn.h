@@ -21,6 +21,17 @@ Status CheckDeleteRequest(const etcdserverpb::DeleteRangeRequest& r);
 // transactions), empty keys, and overlapping writes ("duplicate key").
 Status CheckTxnRequest(const etcdserverpb::TxnRequest& r, int64_t max_txn_ops);
 
+// A lease grant's checks (etcd 3.4's lessor.Grant, made where the grant is applied): ID 0 is
+// LeaseNotFound, then a TTL above kMaxLeaseTtl is LeaseTTLTooLarge; otherwise the TTL the lease
+// gets, raised to min_ttl (so a TTL of 0 or below gets min_ttl). Whether the ID is taken
+// (LeaseExist) depends on the store and is checked by ExecuteLeaseGrant.
+Result<int64_t> CheckLeaseGrant(const etcdserverpb::LeaseGrantRequest& r, int64_t min_ttl);
+// A compaction's checks (etcd 3.4's updateCompactRev) against the store's compaction revision
+// (-1 before the first compaction, so that compacting at 0 is accepted once) and its current
+// revision: a revision at or below the compaction revision is Compacted, one above the current
+// revision FutureRev.
+Status CheckCompaction(int64_t rev, int64_t compacted_rev, int64_t current_rev);
+
 // True when every top-level operation is a Range (the transaction cannot write).
 bool IsTxnReadOnly(const etcdserverpb::TxnRequest& r);
 // True when every top-level operation is a serializable Range.

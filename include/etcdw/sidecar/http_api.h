@@ -26,7 +26,8 @@
 
 #include "etcdw/common/http.h"
 #include "etcdw/sidecar/metrics.h"
-#include "etcdw/sidecar/snapshotter.h"
+#include "etcdw/sidecar/snap_store.h"
+#include "etcdw/sidecar/snapshot_triggers.h"
 #include "etcdw/sidecar/validator.h"
 
 namespace etcdw::sidecar {
@@ -56,9 +57,9 @@ class HttpApi {
   // the snapshot is taken (or delegated); the others answer at once.
   common::HttpResponse Handle(const common::HttpRequest& req);
 
-  // The backup leader's snapshotter while it leads (null otherwise). A request holds its own
-  // reference, so the leader loop may drop the snapshotter at any time.
-  void SetSnapshotter(std::shared_ptr<Snapshotter> s);
+  // The backup leader's snapshotter (a Snapshotter) while it leads, null otherwise. A request
+  // holds its own reference, so the leader loop may drop the snapshotter at any time.
+  void SetSnapshotter(std::shared_ptr<SnapshotTriggers> s);
   void SetHealthy(bool healthy) { healthy_.store(healthy); }
   bool healthy() const { return healthy_.load(); }
   InitState state() const;
@@ -76,7 +77,7 @@ class HttpApi {
   // The initialisation thread: started by Start() (while the state is New, so the previous one
   // has ended) and joined there or by the destructor.
   std::thread worker_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<Snapshotter> snapshotter_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<SnapshotTriggers> snapshotter_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> healthy_{false};  // set by the leader loop, read by /healthz
 };
 

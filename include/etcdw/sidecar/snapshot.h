@@ -66,7 +66,9 @@ std::string SnapshotKey(const SnapshotInfo& s);
 
 // gardener's JSON (keys createdOn, immutabilityExpriyTime, versionID, kind, snapDir, snapName,
 // prefix, compressionSuffix, startRevision, lastRevision, isChunk, isFinal). createdOn is RFC 3339
-// UTC with nanoseconds when non-zero.
+// UTC with nanoseconds when non-zero. The strings are valid UTF-8 (dump() never throws): as Go's
+// encoding/json does, each byte of a name that does not begin a valid UTF-8 sequence becomes
+// U+FFFD.
 nlohmann::json ToJson(const SnapshotInfo& s);
 
 // Ascending last revision; ties: non-chunks before chunks; two non-chunks by creation time.

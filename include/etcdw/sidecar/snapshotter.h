@@ -33,6 +33,7 @@
 #include "etcdw/sidecar/metrics.h"
 #include "etcdw/sidecar/snap_store.h"
 #include "etcdw/sidecar/snapshot.h"
+#include "etcdw/sidecar/snapshot_triggers.h"
 
 namespace etcdw::sidecar {
 
@@ -78,14 +79,14 @@ struct SnapshotterOptions {
 //                 the loop has served it; Stop() blocks until Run() has returned; active() and
 //                 queued_triggers() never block. None of them may be called from the loop (the
 //                 before_verify seam) or from a thread the loop waits for.
-class Snapshotter {
+class Snapshotter final : public SnapshotTriggers {
  public:
   // `store`, `client` (the local member's endpoint) and `clock` must outlive the snapshotter.
   // Every reading of time and every timed wait goes through `clock`: the schedule, the delta
   // and GC periods, the drain deadline, snapshot names and GC's "now".
   Snapshotter(SnapStore& store, EtcdClient& client, SnapshotterOptions options,
               const common::Clock& clock = common::SystemClock::Instance());
-  ~Snapshotter();  // Stop()
+  ~Snapshotter() override;  // Stop()
 
   // Takes the start-up snapshot, then runs the schedule, the delta timer, the watch and GC until
   // Stop() (returns OK) or a failure (returns it: a failed upload, a broken watch). After a
@@ -103,11 +104,11 @@ class Snapshotter {
 
   // Out-of-schedule snapshots for the HTTP API (block until done). FailedPrecondition when Run()
   // is not running or is stopping; a trigger during the start-up snapshot is served after it.
-  Result<SnapshotInfo> TriggerFull(bool final);
+  Result<SnapshotInfo> TriggerFull(bool final) override;
   // No value when there were no events to save. Every write acknowledged by the member before
   // the call is included: the current revision is read first and the watch is drained up to it
   // (for at most connection_timeout). FailedPrecondition when deltas are off (delta_period < 1 s).
-  Result<std::optional<SnapshotInfo>> TriggerDelta();
+  Result<std::optional<SnapshotInfo>> TriggerDelta() override;
   // Triggers waiting for Run()'s loop to take them (one made during the start-up snapshot waits
   // here until that ends). For tests and diagnostics.
   size_t queued_triggers() const;

@@ -16,8 +16,11 @@
 namespace etcdw::sidecar {
 
 enum class ValidationMode { kSanity, kFull };
-// "sanity" -> kSanity; anything else (gardener: also a missing mode) -> kFull.
-ValidationMode ParseValidationMode(const std::string& mode);
+// "sanity" -> kSanity; anything else (gardener: also a missing mode) -> kFull. Inline: the HTTP
+// API reads the mode without linking the validator.
+inline ValidationMode ParseValidationMode(const std::string& mode) {
+  return mode == "sanity" ? ValidationMode::kSanity : ValidationMode::kFull;
+}
 
 // gardener's DataDirStatus values.
 enum class DataDirStatus {
