@@ -73,10 +73,10 @@ void BackupSync::SyncOnce() {
 }
 
 void BackupSync::CollectGarbageOnce() {
-  ++gc_runs_;
   auto list = secondary_.List();
   if (!list.ok()) {
     log::Warn("secondary store GC: cannot list snapshots", {log::F("error", list.status())});
+    ++gc_runs_;
     return;
   }
   // No chunk objects are collected (revision 0): copies are written whole, never in chunks.
@@ -95,6 +95,7 @@ void BackupSync::CollectGarbageOnce() {
   }
   log::Info("secondary store GC: done",
             {log::F("deleted", deleted), log::F("candidates", garbage.size())});
+  ++gc_runs_;
 }
 
 }  // namespace etcdw::sidecar

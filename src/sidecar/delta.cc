@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "etcdw/common/hash.h"
 
@@ -12,61 +13,6 @@ namespace etcdw::sidecar {
 namespace {
 
 constexpr size_t kHashSize = 32;
-constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// Standard base64 with padding, as Go's encoding/json writes []byte.
-void AppendBase64(std::string_view in, std::string* out) {
-  size_t i = 0;
-  auto at = [&in](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(in[k])); };
-  for (; i + 3 <= in.size(); i += 3) {
-    uint32_t v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
-    for (int s = 18; s >= 0; s -= 6) out->push_back(kBase64[(v >> s) & 63]);
-  }
-  size_t rest = in.size() - i;
-  if (rest == 0) return;
-  uint32_t v = at(i) << 16 | (rest == 2 ? at(i + 1) << 8 : 0);
-  out->push_back(kBase64[(v >> 18) & 63]);
-  out->push_back(kBase64[(v >> 12) & 63]);
-  out->push_back(rest == 2 ? kBase64[(v >> 6) & 63] : '=');
-  out->push_back('=');
-}
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-// Standard base64 with padding, read as Go's StdEncoding does: CR and LF are skipped, unused
-// bits of the last group are ignored. Returns false on any other deviation.
-bool DecodeBase64(std::string_view in, std::string* out) {
-  std::string clean;
-  clean.reserve(in.size());
-  for (char c : in) {
-    if (c != '\r' && c != '\n') clean.push_back(c);
-  }
-  if (clean.size() % 4 != 0) return false;
-  out->clear();
-  for (size_t i = 0; i < clean.size(); i += 4) {
-    bool last = i + 4 == clean.size();
-    int pad = 0;
-    if (last && clean[i + 3] == '=') pad = clean[i + 2] == '=' ? 2 : 1;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      int d = k >= 4 - pad ? 0 : Base64Value(clean[i + k]);
-      if (d < 0) return false;
-      v = v << 6 | static_cast<uint32_t>(d);
-    }
-    out->push_back(static_cast<char>(v >> 16));
-    if (pad < 2) out->push_back(static_cast<char>((v >> 8) & 0xFF));
-    if (pad < 1) out->push_back(static_cast<char>(v & 0xFF));
-  }
-  return true;
-}
-
 // Go's time.RFC3339Nano for a local time: fraction without trailing zeros (none when zero),
 // "Z" for a zero UTC offset, else "+hh:mm".
 std::string FormatRfc3339Nano(std::chrono::system_clock::time_point tp) {
@@ -145,7 +91,7 @@ void AppendKeyValue(const mvccpb::KeyValue& kv, std::string* out) {
   if (!kv.key().empty()) {
     AppendField(out, &first, "key");
     out->push_back('"');
-    AppendBase64(kv.key(), out);
+    *out += common::Base64Encode(kv.key());  // Go's JSON of []byte
     out->push_back('"');
   }
   auto number = [&](const char* name, int64_t v) {
@@ -159,7 +105,7 @@ void AppendKeyValue(const mvccpb::KeyValue& kv, std::string* out) {
   if (!kv.value().empty()) {
     AppendField(out, &first, "value");
     out->push_back('"');
-    AppendBase64(kv.value(), out);
+    *out += common::Base64Encode(kv.value());
     out->push_back('"');
   }
   number("lease", kv.lease());
@@ -196,9 +142,11 @@ Status ReadBytes(const Json& obj, const char* name, size_t index, const std::str
   auto it = obj.find(name);
   v->clear();
   if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string() || !DecodeBase64(it->get_ref<const std::string&>(), v)) {
-    return Malformed(index, where + name + " is not base64 text: " + it->dump());
-  }
+  // Go's JSON of []byte: standard padded base64; CR and LF are skipped as Go's decoder does.
+  std::optional<std::string> bytes;
+  if (it->is_string()) bytes = common::Base64Decode(it->get_ref<const std::string&>());
+  if (!bytes) return Malformed(index, where + name + " is not base64 text: " + it->dump());
+  *v = std::move(*bytes);
   return Status::Ok();
 }
 

@@ -201,16 +201,27 @@ class Leadership {
 
 }  // namespace
 
+namespace {
+
+// The garbage collection policy of the snapshotter flags.
+Result<GcOptions> GcOptionsOf(const ServerOptions& o) {
+  GcOptions gc;
+  ETCDW_ASSIGN_OR_RETURN(gc.policy, ParseGcPolicy(o.snapshotter.gc_policy));
+  gc.max_backups = static_cast<int>(o.snapshotter.max_backups);
+  gc.delta_retention =
+      std::chrono::duration_cast<std::chrono::seconds>(o.snapshotter.delta_retention);
+  return gc;
+}
+
+}  // namespace
+
 Result<SnapshotterOptions> SnapshotterOptionsOf(const ServerOptions& o) {
   SnapshotterOptions s;
   ETCDW_ASSIGN_OR_RETURN(s.schedule, CronSchedule::Parse(o.snapshotter.schedule));
   s.delta_period = o.snapshotter.delta_period;
   s.delta_memory_limit = o.snapshotter.delta_memory_limit;
   s.gc_period = o.snapshotter.gc_period;
-  ETCDW_ASSIGN_OR_RETURN(s.gc.policy, ParseGcPolicy(o.snapshotter.gc_policy));
-  s.gc.max_backups = static_cast<int>(o.snapshotter.max_backups);
-  s.gc.delta_retention =
-      std::chrono::duration_cast<std::chrono::seconds>(o.snapshotter.delta_retention);
+  ETCDW_ASSIGN_OR_RETURN(s.gc, GcOptionsOf(o));
   s.compression = o.EffectiveCompression();
   s.temp_dir = o.store.temp_dir;
   s.connection_timeout = o.etcd.connection_timeout;
@@ -244,10 +255,7 @@ Status RunServer(const ServerOptions& o, const std::atomic<bool>& stop) {
     BackupSyncOptions bo;
     bo.sync_period = o.secondary.sync_period;
     bo.gc_period = o.snapshotter.gc_period;
-    ETCDW_ASSIGN_OR_RETURN(bo.gc.policy, ParseGcPolicy(o.snapshotter.gc_policy));
-    bo.gc.max_backups = static_cast<int>(o.snapshotter.max_backups);
-    bo.gc.delta_retention =
-        std::chrono::duration_cast<std::chrono::seconds>(o.snapshotter.delta_retention);
+    ETCDW_ASSIGN_OR_RETURN(bo.gc, GcOptionsOf(o));
     bo.temp_dir = so.temp_dir;
     secondary_sync = std::make_unique<BackupSync>(*store, *secondary, bo);
   } else {

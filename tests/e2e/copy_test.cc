@@ -20,26 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-// Starts the pod, writes, takes a full and a delta snapshot; returns the state backed up.
-Dump WriteAndBackUp(Pod& pod) {
-  EXPECT_TRUE(pod.StartSidecar());
-  EXPECT_TRUE(pod.StartWrapper());
-  EXPECT_TRUE(pod.WaitReady()) << pod.Logs();
-  for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "key-" + std::to_string(i), "v"}).rc, 0);
-  }
-  EXPECT_TRUE(pod.WaitBackupLeader()) << pod.Logs();
-  auto full = pod.Sidecar("/snapshot/full");
-  EXPECT_TRUE(full.ok() && full->status == 200) << pod.Logs();
-  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "key-3", "changed"}).rc, 0);
-  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"del", "key-4"}).rc, 0);
-  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "late", "after-full"}).rc, 0);
-  Dump before = DumpAll(pod.Endpoint());
-  auto delta = pod.Sidecar("/snapshot/delta");
-  EXPECT_TRUE(delta.ok() && delta->status == 200) << pod.Logs();
-  return before;
-}
-
 // Every file under `dir` (recursively) by its path relative to `dir`, with its contents.
 std::map<std::string, std::string> FilesUnder(const std::string& dir) {
   std::map<std::string, std::string> out;

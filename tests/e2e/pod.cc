@@ -239,4 +239,47 @@ std::vector<std::string> MemberNames(const std::string& endpoint) {
   return out;
 }
 
+Dump WriteAndBackUp(Pod& pod) {
+  EXPECT_TRUE(pod.StartSidecar());
+  EXPECT_TRUE(pod.StartWrapper());
+  EXPECT_TRUE(pod.WaitReady()) << pod.Logs();
+  for (int i = 0; i < 20; ++i) {
+    CmdResult r =
+        Etcdctl(pod.Endpoint(), {"put", "key-" + std::to_string(i), "v" + std::to_string(i)});
+    EXPECT_EQ(r.rc, 0) << r.Describe();
+  }
+  EXPECT_TRUE(pod.WaitBackupLeader()) << pod.Logs();
+  auto full = pod.Sidecar("/snapshot/full");
+  EXPECT_TRUE(full.ok() && full->status == 200)
+      << (full.ok() ? full->body : full.status().ToString()) << pod.Logs();
+  if (full.ok() && full->status == 200) {
+    nlohmann::json j = ParseJson(full->body);
+    EXPECT_EQ(j["kind"], "Full");
+    EXPECT_EQ(j["startRevision"], 0);
+    EXPECT_GE(j["lastRevision"].get<int64_t>(), 21);
+  }
+  // After the full snapshot: overwrites, deletes, new keys.
+  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "key-3", "changed"}).rc, 0);
+  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"del", "key-4"}).rc, 0);
+  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"del", "key-1", "--prefix"}).rc, 0);  // key-1, key-1x
+  EXPECT_EQ(Etcdctl(pod.Endpoint(), {"put", "late", "after-full"}).rc, 0);
+  Dump before = DumpAll(pod.Endpoint());
+  auto delta = pod.Sidecar("/snapshot/delta");
+  EXPECT_TRUE(delta.ok() && delta->status == 200)
+      << (delta.ok() ? delta->body : delta.status().ToString()) << pod.Logs();
+  if (delta.ok() && delta->status == 200) {
+    nlohmann::json j = ParseJson(delta->body);
+    EXPECT_EQ(j["kind"], "Incr");
+    EXPECT_EQ(j["lastRevision"].get<int64_t>(), before.revision);
+  }
+  auto latest = pod.Sidecar("/snapshot/latest");
+  EXPECT_TRUE(latest.ok() && latest->status == 200);
+  if (latest.ok()) {
+    nlohmann::json j = ParseJson(latest->body);
+    EXPECT_EQ(j["fullSnapshot"]["kind"], "Full");
+    EXPECT_EQ(j["deltaSnapshots"].size(), 1u) << latest->body;
+  }
+  return before;
+}
+
 }  // namespace etcdw::testing

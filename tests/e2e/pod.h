@@ -107,6 +107,11 @@ struct Dump {
 };
 Dump DumpAll(const std::string& endpoint);
 
+// Starts the pod's sidecar and wrapper, writes keys, takes a full snapshot, changes keys
+// (overwrites, deletes, new ones), takes a delta snapshot; returns the state backed up. Checks
+// each step with gtest assertions.
+Dump WriteAndBackUp(Pod& pod);
+
 // The member list as sorted "name:learner" / "name:voter" entries, through `endpoint`.
 std::vector<std::string> MemberNames(const std::string& endpoint);
 

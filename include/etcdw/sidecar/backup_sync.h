@@ -41,7 +41,8 @@ class BackupSync {
   // Ends a copy in progress between objects and joins the thread.
   void Stop();
 
-  // Completed copy and GC runs since construction (successful or not), for tests and logs.
+  // Copy and GC runs ended since construction (successful or not; counted when all their work
+  // is done), for tests and logs.
   int syncs() const { return syncs_.load(); }
   int gc_runs() const { return gc_runs_.load(); }
 
